@@ -1,0 +1,321 @@
+#include "rendezvous/client.h"
+
+#include <unistd.h>
+
+#include <random>
+
+#include "rendezvous/grpc_status.h"
+
+namespace ftcomm::rendezvous {
+
+namespace {
+
+// A blocking call's server-side timeout ends this long before the client's gRPC deadline, so the
+// server's explanation ("2 of 4 joined") arrives instead of a bare DEADLINE_EXCEEDED.
+constexpr auto kServerAnswerSlack = std::chrono::seconds(2);
+constexpr auto kFirstBackoff = std::chrono::milliseconds(20);
+constexpr auto kMaxBackoff = std::chrono::milliseconds(500);
+
+std::string newInstanceId() {
+  std::random_device random;
+  std::uniform_int_distribution<std::uint64_t> bits;
+  char text[64];
+  std::snprintf(text, sizeof text, "%d-%016llx%016llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(bits(random)),
+                static_cast<unsigned long long>(bits(random)));
+  return text;
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// gRPC takes deadlines on the system clock; ours are on the steady clock.
+std::chrono::system_clock::time_point systemDeadline(std::chrono::steady_clock::time_point t) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             t - std::chrono::steady_clock::now());
+}
+
+bool isVerdict(StatusCode code) {
+  return code == StatusCode::kFailedPrecondition || code == StatusCode::kNotFound ||
+         code == StatusCode::kPermissionDenied;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RendezvousClient>> RendezvousClient::create(ClientOptions options) {
+  if (options.address.empty()) return invalidArgument("rendezvous address is empty");
+  if (options.jobId.empty()) return invalidArgument("job id is empty");
+  if (options.callTimeout <= std::chrono::milliseconds(0)) {
+    return invalidArgument("callTimeout must be positive");
+  }
+  return std::unique_ptr<RendezvousClient>(new RendezvousClient(std::move(options)));
+}
+
+RendezvousClient::RendezvousClient(ClientOptions options)
+    : options_(std::move(options)), instanceId_(newInstanceId()) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  stub_ = pb::Rendezvous::NewStub(channel_);
+}
+
+RendezvousClient::~RendezvousClient() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    if (watchContext_ != nullptr) watchContext_->TryCancel();
+  }
+  cv_.notify_all();
+  if (heartbeatThread_.joinable()) heartbeatThread_.join();
+  if (watchThread_.joinable()) watchThread_.join();
+}
+
+pb::Caller RendezvousClient::caller() const {
+  pb::Caller c;
+  c.set_job_id(options_.jobId);
+  c.set_token(options_.token);
+  c.set_member_id(memberId_.load());
+  c.set_epoch(epoch_.load());
+  return c;
+}
+
+Status RendezvousClient::standing() const {
+  std::lock_guard lock(mu_);
+  return standing_;
+}
+
+Status RendezvousClient::noteVerdict(const Status& status) {
+  if (isVerdict(status.code()) && memberId_.load() != 0 &&
+      status.message().find("expelled") != std::string::npos) {
+    std::lock_guard lock(mu_);
+    if (standing_.ok()) standing_ = status;
+  }
+  return status;
+}
+
+template <typename Request, typename Response, typename Rpc>
+Status RendezvousClient::invoke(const char* name, Rpc rpc, Request& request, Response* response,
+                                Clock::time_point deadline, bool waitsByDesign) {
+  FTCOMM_RETURN_IF_ERROR(standing());
+  auto backoff = kFirstBackoff;
+  Status last = unavailable("never reached");
+  while (true) {
+    const auto now = Clock::now();
+    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    if (remaining.count() <= 0) break;
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    if constexpr (requires { request.set_timeout_ms(1u); }) {
+      if (waitsByDesign) request.set_timeout_ms(static_cast<std::uint32_t>(remaining.count()));
+    }
+    context.set_deadline(systemDeadline(waitsByDesign ? deadline + kServerAnswerSlack : deadline));
+    grpc::Status status = (stub_.get()->*rpc)(&context, request, response);
+    if (status.ok()) return Status::Ok();
+    last = fromGrpc(status);
+    if (last.code() != StatusCode::kUnavailable) break;
+    // The server went away mid-call (e.g. a restart): the call is safe to repeat.
+    if (!sleepUnlessStopping(std::min(backoff, remaining))) break;
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+  if (last.code() == StatusCode::kTimeout && !waitsByDesign) {
+    last = timeoutError("rendezvous server " + options_.address + " did not answer " + name +
+                        " in time (unreachable or overloaded)");
+  }
+  return noteVerdict(Status(last.code(), std::string(name) + ": " + last.message()));
+}
+
+Result<pb::JoinResponse> RendezvousClient::join(const JoinOptions& options) {
+  if (memberId_.load() != 0) return failedPrecondition("this client has already joined");
+  pb::JoinRequest request;
+  request.set_job_id(options_.jobId);
+  request.set_token(options_.token);
+  request.set_world_size(options.worldSize);
+  if (options.desiredRank) request.set_desired_rank(*options.desiredRank);
+  pb::ProcessInfo* process = request.mutable_process();
+  process->set_host(options.host.empty() ? hostName() : options.host);
+  process->set_pid(static_cast<std::uint32_t>(::getpid()));
+  process->set_transport_address(options.transportAddress);
+  process->set_instance_id(instanceId_);
+  pb::JoinResponse response;
+  FTCOMM_RETURN_IF_ERROR(invoke("Join", &pb::Rendezvous::Stub::Join, request, &response,
+                                Clock::now() + options.timeout, true));
+  memberId_ = response.member_id();
+  epoch_ = response.epoch();
+  rank_ = response.rank();
+  startBackgroundThreads(std::chrono::milliseconds(response.lease_ms()));
+  return response;
+}
+
+Status RendezvousClient::kvSet(const std::string& key, const std::string& value) {
+  pb::KvSetRequest request;
+  *request.mutable_caller() = caller();
+  request.set_key(key);
+  request.set_value(value);
+  pb::KvSetResponse response;
+  return invoke("KvSet", &pb::Rendezvous::Stub::KvSet, request, &response,
+                Clock::now() + options_.callTimeout, false);
+}
+
+Result<std::optional<std::string>> RendezvousClient::kvGet(const std::string& key) {
+  pb::KvGetRequest request;
+  *request.mutable_caller() = caller();
+  request.set_key(key);
+  pb::KvGetResponse response;
+  FTCOMM_RETURN_IF_ERROR(invoke("KvGet", &pb::Rendezvous::Stub::KvGet, request, &response,
+                                Clock::now() + options_.callTimeout, false));
+  if (!response.found()) return std::optional<std::string>();
+  return std::optional<std::string>(response.value());
+}
+
+Result<std::vector<std::string>> RendezvousClient::kvWait(const std::vector<std::string>& keys,
+                                                          std::chrono::milliseconds timeout) {
+  pb::KvWaitRequest request;
+  *request.mutable_caller() = caller();
+  for (const auto& key : keys) request.add_keys(key);
+  pb::KvWaitResponse response;
+  FTCOMM_RETURN_IF_ERROR(invoke("KvWait", &pb::Rendezvous::Stub::KvWait, request, &response,
+                                Clock::now() + timeout, true));
+  std::vector<std::string> values;
+  for (const auto& entry : response.entries()) values.push_back(entry.value());
+  return values;
+}
+
+Status RendezvousClient::reportFailure(int suspectRank, const std::string& reason) {
+  pb::ReportFailureRequest request;
+  *request.mutable_caller() = caller();
+  request.set_suspect_rank(suspectRank);
+  request.set_reason(reason);
+  pb::ReportFailureResponse response;
+  return invoke("ReportFailure", &pb::Rendezvous::Stub::ReportFailure, request, &response,
+                Clock::now() + options_.callTimeout, false);
+}
+
+Status RendezvousClient::revoke(const std::string& reason) {
+  pb::RevokeRequest request;
+  *request.mutable_caller() = caller();
+  request.set_reason(reason);
+  pb::RevokeResponse response;
+  return invoke("Revoke", &pb::Rendezvous::Stub::Revoke, request, &response,
+                Clock::now() + options_.callTimeout, false);
+}
+
+Result<pb::ReconfigureResponse> RendezvousClient::reconfigure(std::chrono::milliseconds timeout) {
+  pb::ReconfigureRequest request;
+  *request.mutable_caller() = caller();
+  pb::ReconfigureResponse response;
+  FTCOMM_RETURN_IF_ERROR(invoke("Reconfigure", &pb::Rendezvous::Stub::Reconfigure, request,
+                                &response, Clock::now() + timeout, true));
+  epoch_ = response.view().epoch();
+  rank_ = response.rank();
+  return response;
+}
+
+Status RendezvousClient::leave() {
+  pb::LeaveRequest request;
+  *request.mutable_caller() = caller();
+  pb::LeaveResponse response;
+  FTCOMM_RETURN_IF_ERROR(invoke("Leave", &pb::Rendezvous::Stub::Leave, request, &response,
+                                Clock::now() + options_.callTimeout, false));
+  std::lock_guard lock(mu_);
+  standing_ = failedPrecondition("member " + std::to_string(memberId_.load()) + " has left");
+  return Status::Ok();
+}
+
+Result<pb::Event> RendezvousClient::nextEvent(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (options_.onEvent) return failedPrecondition("events go to the onEvent callback");
+  if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) {
+    return timeoutError("no membership event within " + std::to_string(timeout.count()) + " ms");
+  }
+  pb::Event event = std::move(events_.front());
+  events_.pop_front();
+  return event;
+}
+
+void RendezvousClient::deliver(const pb::Event& event) {
+  if (event.kind() == pb::Event::MEMBER_FAILED && event.member_id() == memberId_.load()) {
+    std::lock_guard lock(mu_);
+    if (standing_.ok()) {
+      standing_ = failedPrecondition("this member was declared failed: " + event.reason());
+    }
+  }
+  if (options_.onEvent) {
+    options_.onEvent(event);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    events_.push_back(event);
+  }
+  cv_.notify_all();
+}
+
+bool RendezvousClient::sleepUnlessStopping(std::chrono::milliseconds duration) {
+  std::unique_lock lock(mu_);
+  return !cv_.wait_for(lock, duration, [&] { return stopping_; });
+}
+
+void RendezvousClient::startBackgroundThreads(std::chrono::milliseconds lease) {
+  heartbeatThread_ = std::thread([this, lease] { heartbeatLoop(lease); });
+  watchThread_ = std::thread([this] { watchLoop(); });
+}
+
+void RendezvousClient::heartbeatLoop(std::chrono::milliseconds lease) {
+  // Four beats per lease: one lost or late beat never costs the member its lease.
+  const auto interval = std::max(std::chrono::milliseconds(5), lease / 4);
+  while (sleepUnlessStopping(interval)) {
+    pb::HeartbeatRequest request;
+    *request.mutable_caller() = caller();
+    pb::HeartbeatResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(systemDeadline(Clock::now() + std::max(interval, lease / 2)));
+    Status status = fromGrpc(stub_->Heartbeat(&context, request, &response));
+    if (!status.ok() && isVerdict(status.code())) {
+      std::lock_guard lock(mu_);
+      if (standing_.ok()) standing_ = Status(status.code(), "Heartbeat: " + status.message());
+      return;
+    }
+  }
+}
+
+void RendezvousClient::watchLoop() {
+  auto backoff = kFirstBackoff;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ || !standing_.ok()) return;
+      watchContext_ = &context;
+    }
+    pb::WatchRequest request;
+    *request.mutable_caller() = caller();
+    auto reader = stub_->Watch(&context, request);
+    pb::Event event;
+    while (reader->Read(&event)) {
+      backoff = kFirstBackoff;
+      deliver(event);
+    }
+    Status status = fromGrpc(reader->Finish());
+    {
+      std::lock_guard lock(mu_);
+      watchContext_ = nullptr;
+      if (stopping_) return;
+      if (isVerdict(status.code())) {
+        if (standing_.ok()) standing_ = Status(status.code(), "Watch: " + status.message());
+        return;
+      }
+    }
+    if (!sleepUnlessStopping(backoff)) return;
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+}
+
+}  // namespace ftcomm::rendezvous

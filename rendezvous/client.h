@@ -1,0 +1,122 @@
+// The C++ client of the rendezvous service, used by communicators (and the tests and demo).
+//
+// Every call has a deadline. Calls ride out a server restart: the channel reconnects by itself
+// (short backoff) and a call that fails UNAVAILABLE is retried until its deadline; every RPC is
+// safe to retry (Join by instance id, Reconfigure by epoch). After join() the client keeps the
+// member alive by itself: a heartbeat thread renews the lease and a watch thread holds the
+// Watch stream open, reopening it after a restart, and delivers membership events to the
+// onEvent callback or, without one, to a queue read by nextEvent(). Once the server says this
+// member is expelled, every call fails fast with that status (fencing).
+//
+// Thread-safety: all methods may be called from any thread. onEvent runs on the watch thread
+// and must not block for long.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ftcomm/proto/rendezvous.grpc.pb.h"
+#include "ftcomm/status.h"
+
+namespace ftcomm::rendezvous {
+
+namespace pb = ::ftcomm::rendezvous::v1;
+
+struct ClientOptions {
+  std::string address;  // HOST:PORT of the server
+  std::string jobId;
+  std::string token;
+  // Deadline of each call that does not wait by design (KvSet, Heartbeat, ...), retries included.
+  std::chrono::milliseconds callTimeout{10000};
+  std::function<void(const pb::Event&)> onEvent;  // null: events are queued for nextEvent()
+};
+
+struct JoinOptions {
+  int worldSize = 0;
+  std::optional<int> desiredRank;
+  std::string host;  // empty: this machine's host name
+  std::string transportAddress;
+  std::chrono::milliseconds timeout{60000};
+};
+
+class RendezvousClient {
+ public:
+  static Result<std::unique_ptr<RendezvousClient>> create(ClientOptions options);
+  ~RendezvousClient();  // stops the background threads; does not Leave
+  RendezvousClient(const RendezvousClient&) = delete;
+  RendezvousClient& operator=(const RendezvousClient&) = delete;
+
+  // Joins and waits for the first epoch (or, for a running job, for admission); then starts
+  // heartbeats and the watch stream.
+  Result<pb::JoinResponse> join(const JoinOptions& options);
+
+  Status kvSet(const std::string& key, const std::string& value);
+  Result<std::optional<std::string>> kvGet(const std::string& key);
+  // The values of `keys`, in order, once all exist.
+  Result<std::vector<std::string>> kvWait(const std::vector<std::string>& keys,
+                                          std::chrono::milliseconds timeout);
+
+  // In the member's current epoch.
+  Status reportFailure(int suspectRank, const std::string& reason);
+  Status revoke(const std::string& reason);
+  // Waits until the next epoch is agreed; the client's epoch and rank follow it.
+  Result<pb::ReconfigureResponse> reconfigure(std::chrono::milliseconds timeout);
+  Status leave();
+
+  // The next membership event (only when no onEvent callback was given).
+  Result<pb::Event> nextEvent(std::chrono::milliseconds timeout);
+
+  std::uint64_t memberId() const { return memberId_.load(); }
+  std::uint64_t epoch() const { return epoch_.load(); }
+  int rank() const { return rank_.load(); }
+  const std::string& instanceId() const { return instanceId_; }
+  // Ok while this member is in good standing; the server's verdict once it was expelled.
+  Status standing() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  explicit RendezvousClient(ClientOptions options);
+
+  pb::Caller caller() const;
+  template <typename Request, typename Response, typename Rpc>
+  Status invoke(const char* name, Rpc rpc, Request& request, Response* response,
+                Clock::time_point deadline, bool waitsByDesign);
+  Status noteVerdict(const Status& status);
+  void startBackgroundThreads(std::chrono::milliseconds lease);
+  void heartbeatLoop(std::chrono::milliseconds lease);
+  void watchLoop();
+  void deliver(const pb::Event& event);
+  bool sleepUnlessStopping(std::chrono::milliseconds duration);
+
+  ClientOptions options_;
+  std::string instanceId_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::Rendezvous::Stub> stub_;
+
+  std::atomic<std::uint64_t> memberId_{0};
+  std::atomic<std::uint64_t> epoch_{0};
+  std::atomic<int> rank_{-1};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  Status standing_;
+  grpc::ClientContext* watchContext_ = nullptr;
+  std::deque<pb::Event> events_;
+  std::thread heartbeatThread_;
+  std::thread watchThread_;
+};
+
+}  // namespace ftcomm::rendezvous

@@ -1,0 +1,104 @@
+// ftcomm-rendezvous: the membership and key-value server of ftcomm jobs.
+//
+//   ftcomm-rendezvous --listen HOST:PORT [--state-dir DIR] [--token-file FILE] [--lease-ms N]
+//                     [--port-file FILE]
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include "rendezvous/server.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ftcomm-rendezvous --listen HOST:PORT [--state-dir DIR] [--token-file FILE]\n"
+    "                         [--lease-ms N] [--port-file FILE]\n"
+    "  --listen      address to serve on (port 0: pick a free port)\n"
+    "  --state-dir   keep jobs, epochs and keys here; a restart with the same dir resumes them\n"
+    "  --token-file  lines 'JOB TOKEN' or 'TOKEN' (any job): requests must carry their job's token\n"
+    "  --lease-ms    a member that does not heartbeat for this long is declared failed (2000)\n"
+    "  --port-file   write the port actually bound to this file once serving\n";
+
+int usageError(const std::string& message) {
+  std::cerr << "ftcomm-rendezvous: " << message << "\n" << kUsage;
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ftcomm::rendezvous;
+  ServerOptions options;
+  options.listen.clear();
+  std::string tokenFile, portFile;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (i + 1 >= argc) return usageError("missing value after " + std::string(flag));
+    std::string value = argv[++i];
+    if (flag == "--listen") {
+      options.listen = value;
+    } else if (flag == "--state-dir") {
+      options.service.stateDir = value;
+    } else if (flag == "--token-file") {
+      tokenFile = value;
+    } else if (flag == "--port-file") {
+      portFile = value;
+    } else if (flag == "--lease-ms") {
+      unsigned ms = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+      if (ec != std::errc() || end != value.data() + value.size() || ms < 10 || ms > 3600000) {
+        return usageError("--lease-ms wants a number of milliseconds in 10..3600000");
+      }
+      options.service.lease = std::chrono::milliseconds(ms);
+    } else {
+      return usageError("unknown flag " + std::string(flag));
+    }
+  }
+  if (options.listen.empty()) return usageError("--listen is required");
+  if (!tokenFile.empty()) {
+    auto tokens = TokenStore::load(tokenFile);
+    if (!tokens.ok()) return usageError(tokens.status().message());
+    options.service.tokens = std::move(tokens).value();
+  }
+
+  // Signals are taken by sigwait below, never by a handler in some gRPC thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = RendezvousServer::start(options);
+  if (!server.ok()) {
+    std::cerr << "ftcomm-rendezvous: " << server.status().toString() << "\n";
+    return 1;
+  }
+  std::cerr << "ftcomm-rendezvous: serving on port " << (*server)->port() << " (lease "
+            << options.service.lease.count() << " ms"
+            << (options.service.stateDir ? ", state in " + options.service.stateDir->string() : "")
+            << ")" << std::endl;
+  if (!portFile.empty()) {
+    const std::string tmp = portFile + ".tmp";
+    std::ofstream(tmp) << (*server)->port() << "\n";
+    if (std::rename(tmp.c_str(), portFile.c_str()) != 0) {
+      std::cerr << "ftcomm-rendezvous: cannot write " << portFile << "\n";
+      return 1;
+    }
+  }
+  int received = 0;
+  sigwait(&signals, &received);
+  std::cerr << "ftcomm-rendezvous: signal " << received << ", shutting down" << std::endl;
+  (*server)->shutdown();
+  return 0;
+}

@@ -1,0 +1,195 @@
+#include "rendezvous/service.h"
+
+#include <iostream>
+
+#include "rendezvous/grpc_status.h"
+#include "rendezvous/limits.h"
+#include "rendezvous/watch_stream.h"
+
+namespace ftcomm::rendezvous {
+
+RendezvousService::RendezvousService(ServiceOptions options) : options_(std::move(options)) {}
+
+Result<std::size_t> RendezvousService::restoreState() {
+  if (!options_.stateDir) return std::size_t{0};
+  const std::filesystem::path dir = *options_.stateDir / "jobs";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return internalError("cannot create state directory " + dir.string() + ": " + ec.message());
+  std::size_t restored = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".journal") continue;
+    const std::string jobId = entry.path().stem().string();
+    if (!validateJobId(jobId).ok()) {
+      std::cerr << "ftcomm-rendezvous: ignoring " << entry.path() << ": not a job journal name\n";
+      continue;
+    }
+    auto contents = JobJournal::read(entry.path());
+    if (!contents.ok()) return contents.status();
+    if (contents->tornTail) {
+      std::cerr << "ftcomm-rendezvous: job " << jobId << ": journal ends in a torn record after "
+                << contents->validBytes << " bytes; it is cut there\n";
+    }
+    auto job = std::make_unique<Job>(jobId, options_.lease, options_.stateDir, shuttingDown_);
+    FTCOMM_RETURN_IF_ERROR(job->restore(*contents, Clock::now()));
+    std::cerr << "ftcomm-rendezvous: restored job " << jobId << " (" << job->memberCount()
+              << " members)\n";
+    jobs_[jobId] = std::move(job);
+    ++restored;
+  }
+  return restored;
+}
+
+void RendezvousService::tick() {
+  std::vector<Job*> jobs;
+  {
+    std::lock_guard lock(jobsMu_);
+    for (auto& [id, job] : jobs_) jobs.push_back(job.get());
+  }
+  const auto now = Clock::now();
+  for (Job* job : jobs) job->tick(now);
+}
+
+Result<Job*> RendezvousService::authorize(const std::string& jobId, const std::string& token,
+                                          bool create) {
+  FTCOMM_RETURN_IF_ERROR(validateJobId(jobId));
+  FTCOMM_RETURN_IF_ERROR(options_.tokens.check(jobId, token));
+  std::lock_guard lock(jobsMu_);
+  auto it = jobs_.find(jobId);
+  if (it != jobs_.end()) return it->second.get();
+  if (!create) return notFound("no job " + jobId + " on this server");
+  if (jobs_.size() >= kMaxJobs) {
+    return resourceExhausted("the server already holds " + std::to_string(jobs_.size()) +
+                             " jobs, the limit");
+  }
+  auto job = std::make_unique<Job>(jobId, options_.lease, options_.stateDir, shuttingDown_);
+  Job* raw = job.get();
+  jobs_.emplace(jobId, std::move(job));
+  return raw;
+}
+
+grpc::ServerUnaryReactor* RendezvousService::answer(grpc::CallbackServerContext* context,
+                                                    const std::function<Status()>& body) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(toGrpc(body()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* RendezvousService::answerMutation(grpc::CallbackServerContext* context,
+                                                            const pb::Caller& caller,
+                                                            const Job::Mutation& mutation) {
+  return answer(context, [&]() -> Status {
+    auto job = authorize(caller);
+    if (!job.ok()) return job.status();
+    return (*job)->mutate(mutation);
+  });
+}
+
+template <typename Response>
+grpc::ServerUnaryReactor* RendezvousService::startPending(Job* job, Response* response,
+                                                          const Job::PendingMutation& mutation) {
+  auto* call = new PendingReply<Response>(job, response);
+  job->startPending(call, mutation);
+  return call;
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* context,
+                                                  const pb::JoinRequest* request,
+                                                  pb::JoinResponse* response) {
+  auto job = authorize(request->job_id(), request->token(), true);
+  if (!job.ok()) return answer(context, [&] { return job.status(); });
+  return startPending(*job, response,
+                      [&](JobState& state, WaiterId waiter, Clock::time_point now, Effects& out) {
+                        return state.join(waiter, *request, now, out);
+                      });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::KvSet(grpc::CallbackServerContext* context,
+                                                   const pb::KvSetRequest* request,
+                                                   pb::KvSetResponse* /*response*/) {
+  return answerMutation(context, request->caller(),
+                        [&](JobState& state, Clock::time_point, Effects& out) {
+                          return state.kvSet(*request, out);
+                        });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::KvGet(grpc::CallbackServerContext* context,
+                                                   const pb::KvGetRequest* request,
+                                                   pb::KvGetResponse* response) {
+  return answer(context, [&]() -> Status {
+    auto job = authorize(request->caller());
+    if (!job.ok()) return job.status();
+    return (*job)->inspect(
+        [&](JobState& state, Clock::time_point) { return state.kvGet(*request, *response); });
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::KvWait(grpc::CallbackServerContext* context,
+                                                    const pb::KvWaitRequest* request,
+                                                    pb::KvWaitResponse* response) {
+  auto job = authorize(request->caller());
+  if (!job.ok()) return answer(context, [&] { return job.status(); });
+  return startPending(*job, response,
+                      [&](JobState& state, WaiterId waiter, Clock::time_point now, Effects& out) {
+                        return state.kvWait(waiter, *request, now, out);
+                      });
+}
+
+grpc::ServerWriteReactor<pb::Event>* RendezvousService::Watch(grpc::CallbackServerContext*,
+                                                              const pb::WatchRequest* request) {
+  auto job = authorize(request->caller());
+  if (!job.ok()) return new RefusedWatch(toGrpc(job.status()));
+  return (*job)->openWatch(request->caller());
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Heartbeat(grpc::CallbackServerContext* context,
+                                                       const pb::HeartbeatRequest* request,
+                                                       pb::HeartbeatResponse* response) {
+  return answer(context, [&]() -> Status {
+    auto job = authorize(request->caller());
+    if (!job.ok()) return job.status();
+    return (*job)->inspect([&](JobState& state, Clock::time_point now) {
+      return state.heartbeat(request->caller(), now, *response);
+    });
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::ReportFailure(
+    grpc::CallbackServerContext* context, const pb::ReportFailureRequest* request,
+    pb::ReportFailureResponse* /*response*/) {
+  return answerMutation(context, request->caller(),
+                        [&](JobState& state, Clock::time_point now, Effects& out) {
+                          return state.reportFailure(*request, now, out);
+                        });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Revoke(grpc::CallbackServerContext* context,
+                                                    const pb::RevokeRequest* request,
+                                                    pb::RevokeResponse* /*response*/) {
+  return answerMutation(context, request->caller(),
+                        [&](JobState& state, Clock::time_point, Effects& out) {
+                          return state.revoke(*request, out);
+                        });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Reconfigure(grpc::CallbackServerContext* context,
+                                                         const pb::ReconfigureRequest* request,
+                                                         pb::ReconfigureResponse* response) {
+  auto job = authorize(request->caller());
+  if (!job.ok()) return answer(context, [&] { return job.status(); });
+  return startPending(*job, response,
+                      [&](JobState& state, WaiterId waiter, Clock::time_point now, Effects& out) {
+                        return state.reconfigure(waiter, *request, now, out);
+                      });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Leave(grpc::CallbackServerContext* context,
+                                                   const pb::LeaveRequest* request,
+                                                   pb::LeaveResponse* /*response*/) {
+  return answerMutation(context, request->caller(),
+                        [&](JobState& state, Clock::time_point now, Effects& out) {
+                          return state.leave(request->caller(), now, out);
+                        });
+}
+
+}  // namespace ftcomm::rendezvous
