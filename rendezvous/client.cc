@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <random>
+#include <unordered_map>
 
 #include "rendezvous/grpc_status.h"
 
@@ -149,6 +150,10 @@ Result<pb::JoinResponse> RendezvousClient::join(const JoinOptions& options) {
   memberId_ = response.member_id();
   epoch_ = response.epoch();
   rank_ = response.rank();
+  {
+    std::lock_guard lock(mu_);
+    view_ = response.view();
+  }
   startBackgroundThreads(std::chrono::milliseconds(response.lease_ms()));
   return response;
 }
@@ -206,15 +211,45 @@ Status RendezvousClient::revoke(const std::string& reason) {
                 Clock::now() + options_.callTimeout, false);
 }
 
-Result<pb::ReconfigureResponse> RendezvousClient::reconfigure(std::chrono::milliseconds timeout) {
+Result<EpochView> RendezvousClient::reconfigure(std::chrono::milliseconds timeout) {
   pb::ReconfigureRequest request;
   *request.mutable_caller() = caller();
   pb::ReconfigureResponse response;
   FTCOMM_RETURN_IF_ERROR(invoke("Reconfigure", &pb::Rendezvous::Stub::Reconfigure, request,
                                 &response, Clock::now() + timeout, true));
-  epoch_ = response.view().epoch();
-  rank_ = response.rank();
-  return response;
+  EpochView next;
+  next.rank = response.rank();
+  next.view.set_epoch(response.epoch());
+  {
+    // The answer names the members by id; their ProcessInfo comes from the admitted list or,
+    // for members carried over, from the view this client holds.
+    std::lock_guard lock(mu_);
+    std::unordered_map<std::uint64_t, const pb::ProcessInfo*> known;
+    for (const auto& member : view_.members()) known[member.member_id()] = &member.process();
+    for (const auto& member : response.admitted()) known[member.member_id()] = &member.process();
+    for (int rank = 0; rank < response.member_ids_size(); ++rank) {
+      const std::uint64_t id = response.member_ids(rank);
+      auto it = known.find(id);
+      if (it == known.end()) {
+        return internalError("Reconfigure: epoch " + std::to_string(response.epoch()) +
+                             " names member " + std::to_string(id) +
+                             ", whose process this client never learned");
+      }
+      pb::Member* member = next.view.add_members();
+      member->set_member_id(id);
+      member->set_rank(rank);
+      *member->mutable_process() = *it->second;
+    }
+    view_ = next.view;
+  }
+  epoch_ = next.view.epoch();
+  rank_ = next.rank;
+  return next;
+}
+
+pb::MembershipView RendezvousClient::view() const {
+  std::lock_guard lock(mu_);
+  return view_;
 }
 
 Status RendezvousClient::leave() {

@@ -42,6 +42,12 @@ struct ClientOptions {
   std::function<void(const pb::Event&)> onEvent;  // null: events are queued for nextEvent()
 };
 
+// A member's epoch: the full membership (every member's ProcessInfo) and its own rank.
+struct EpochView {
+  pb::MembershipView view;
+  int rank = -1;
+};
+
 struct JoinOptions {
   int worldSize = 0;
   std::optional<int> desiredRank;
@@ -71,12 +77,14 @@ class RendezvousClient {
   Status reportFailure(int suspectRank, const std::string& reason);
   Status revoke(const std::string& reason);
   // Waits until the next epoch is agreed; the client's epoch and rank follow it.
-  Result<pb::ReconfigureResponse> reconfigure(std::chrono::milliseconds timeout);
+  Result<EpochView> reconfigure(std::chrono::milliseconds timeout);
   Status leave();
 
   // The next membership event (only when no onEvent callback was given).
   Result<pb::Event> nextEvent(std::chrono::milliseconds timeout);
 
+  // The membership of the member's current epoch, with every member's ProcessInfo.
+  pb::MembershipView view() const;
   std::uint64_t memberId() const { return memberId_.load(); }
   std::uint64_t epoch() const { return epoch_.load(); }
   int rank() const { return rank_.load(); }
@@ -113,6 +121,7 @@ class RendezvousClient {
   std::condition_variable cv_;
   bool stopping_ = false;
   Status standing_;
+  pb::MembershipView view_;
   grpc::ClientContext* watchContext_ = nullptr;
   std::deque<pb::Event> events_;
   std::thread heartbeatThread_;

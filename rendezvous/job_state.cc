@@ -261,8 +261,7 @@ Status JobState::reconfigure(WaiterId waiter, const pb::ReconfigureRequest& requ
   FTCOMM_RETURN_IF_ERROR(checkCaller(caller));
   if (caller.epoch() != 0 && caller.epoch() + 1 == epoch()) {
     // A retry after the commit: the caller is in the new epoch, so answer with it.
-    pb::ReconfigureResponse response;
-    *response.mutable_view() = view_;
+    pb::ReconfigureResponse response = reconfigureResponse(nullptr);
     response.set_rank(rankOf_.at(caller.member_id()));
     out.replies.push_back({waiter, Status::Ok(), std::move(response)});
     return Status::Ok();
@@ -279,11 +278,9 @@ Status JobState::reconfigure(WaiterId waiter, const pb::ReconfigureRequest& requ
 }
 
 void JobState::maybeCommitRound(Clock::time_point now, Effects& out) {
-  if (round_.empty()) return;
-  for (const auto& member : view_.members()) {
-    if (isLive(member.member_id()) && !round_.contains(member.member_id())) return;
-  }
-  commit(now, out);
+  // round_ holds live members only (a failure or departure removes its entry), so equal sizes
+  // mean every live member has called in.
+  if (!round_.empty() && round_.size() == liveCount_) commit(now, out);
 }
 
 std::vector<pb::Member> JobState::nextMembers() const {
@@ -333,8 +330,7 @@ void JobState::commit(Clock::time_point now, Effects& out) {
   pb::MembershipView& next = *record.mutable_epoch_committed();
   next.set_epoch(epoch() + 1);
   for (auto& member : nextMembers()) *next.add_members() = std::move(member);
-  std::vector<std::uint64_t> previous;
-  for (const auto& member : view_.members()) previous.push_back(member.member_id());
+  const auto previous = rankOf_;
   apply(record);
 
   for (const auto& pending : pendingJoins_) {
@@ -343,11 +339,13 @@ void JobState::commit(Clock::time_point now, Effects& out) {
       out.replies.push_back({pending.waiter, Status::Ok(), joinResponseFor(member, replacements)});
     }
   }
-  for (const auto& [memberId, call] : round_) {
-    pb::ReconfigureResponse response;
-    *response.mutable_view() = view_;
-    response.set_rank(rankOf_.at(memberId));
-    out.replies.push_back({call.waiter, Status::Ok(), std::move(response)});
+  if (!round_.empty()) {
+    const pb::ReconfigureResponse shared = reconfigureResponse(&previous);
+    for (const auto& [memberId, call] : round_) {
+      pb::ReconfigureResponse response = shared;
+      response.set_rank(rankOf_.at(memberId));
+      out.replies.push_back({call.waiter, Status::Ok(), std::move(response)});
+    }
   }
   pendingJoins_.clear();
   round_.clear();
@@ -356,7 +354,7 @@ void JobState::commit(Clock::time_point now, Effects& out) {
   for (const auto& member : view_.members()) {
     leaseExpiry_.try_emplace(member.member_id(), now + lease_);
   }
-  for (std::uint64_t id : previous) {
+  for (const auto& [id, rank] : previous) {
     if (!rankOf_.contains(id)) {
       leaseExpiry_.erase(id);
       watchToken_.erase(id);
@@ -366,12 +364,19 @@ void JobState::commit(Clock::time_point now, Effects& out) {
   pb::Event& event = out.events.emplace_back();
   event.set_kind(pb::Event::EPOCH_COMMITTED);
   event.set_epoch(epoch());
-  event.mutable_view()->set_epoch(epoch());
+}
+
+pb::ReconfigureResponse JobState::reconfigureResponse(
+    const std::unordered_map<std::uint64_t, int>* previous) const {
+  pb::ReconfigureResponse response;
+  response.set_epoch(view_.epoch());
   for (const auto& member : view_.members()) {
-    pb::Member* brief = event.mutable_view()->add_members();
-    brief->set_member_id(member.member_id());
-    brief->set_rank(member.rank());
+    response.add_member_ids(member.member_id());
+    if (previous == nullptr || !previous->contains(member.member_id())) {
+      *response.add_admitted() = member;
+    }
   }
+  return response;
 }
 
 pb::JoinResponse JobState::joinResponseFor(const pb::Member& member, bool replacement) const {
@@ -554,6 +559,10 @@ void JobState::apply(const pb::JournalRecord& record) {
       nextMemberId_ = std::max(nextMemberId_, member.member_id() + 1);
     }
   };
+  auto recountLive = [&] {
+    liveCount_ = 0;
+    for (const auto& [memberId, rank] : rankOf_) liveCount_ += isLive(memberId) ? 1 : 0;
+  };
   switch (record.record_case()) {
     case pb::JournalRecord::kSnapshot: {
       const pb::JobSnapshot& s = record.snapshot();
@@ -566,17 +575,21 @@ void JobState::apply(const pb::JournalRecord& record) {
       kv_ = KvStore(jobId_);
       for (const auto& entry : s.kv()) kv_.apply(entry);
       nextMemberId_ = std::max(nextMemberId_, s.next_member_id());
+      recountLive();
       break;
     }
     case pb::JournalRecord::kEpochCommitted:
       adoptView(record.epoch_committed());
       revoked_ = false;
       revokeReason_.clear();
+      recountLive();
       break;
     case pb::JournalRecord::kMemberFailed:
+      if (isLive(record.member_failed().member_id())) --liveCount_;
       failed_[record.member_failed().member_id()] = record.member_failed().reason();
       break;
     case pb::JournalRecord::kMemberLeft:
+      if (isLive(record.member_left())) --liveCount_;
       left_.insert(record.member_left());
       break;
     case pb::JournalRecord::kEpochRevoked:

@@ -97,6 +97,10 @@ class JobState {
   void commit(Clock::time_point now, Effects& out);
   std::vector<pb::Member> nextMembers() const;
   pb::JoinResponse joinResponseFor(const pb::Member& member, bool replacement) const;
+  // The answer to every caller of the round: who is in the epoch, and the ProcessInfo of those
+  // not in `previous` (nullptr: of everybody).
+  pb::ReconfigureResponse reconfigureResponse(
+      const std::unordered_map<std::uint64_t, int>* previous) const;
   std::string describeMissingJoins() const;
   std::string describeMissingRoundCalls() const;
   void emitMemberEvent(pb::Event::Kind kind, std::uint64_t memberId, const std::string& reason,
@@ -114,8 +118,9 @@ class JobState {
   std::uint64_t nextMemberId_ = 1;
   KvStore kv_;
 
-  // Derived from view_.
+  // Derived from view_, failed_ and left_.
   std::unordered_map<std::uint64_t, int> rankOf_;
+  std::size_t liveCount_ = 0;  // members of view_ neither failed nor left
 
   // Transient.
   std::int32_t formingSize_ = 0;  // world size of the first epoch while it forms

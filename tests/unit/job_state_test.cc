@@ -87,6 +87,10 @@ std::vector<std::uint64_t> idsOf(const pb::MembershipView& view) {
   return ids;
 }
 
+std::vector<std::uint64_t> idsOf(const pb::ReconfigureResponse& response) {
+  return {response.member_ids().begin(), response.member_ids().end()};
+}
+
 bool hasEvent(const Effects& e, pb::Event::Kind kind, std::uint64_t memberId = 0) {
   return std::any_of(e.events.begin(), e.events.end(), [&](const pb::Event& ev) {
     return ev.kind() == kind && (memberId == 0 || ev.member_id() == memberId);
@@ -225,9 +229,10 @@ TEST_CASE("reconfigure gives every survivor the identical ordered membership") {
   const std::vector<std::uint64_t> expected{ids[0], ids[1], ids[3], ids[4]};
   for (const auto& reply : e.replies) {
     const auto& r = std::get<pb::ReconfigureResponse>(reply.body);
-    CHECK(r.view().epoch() == 2);
-    CHECK(idsOf(r.view()) == expected);
-    CHECK(r.view().members(r.rank()).member_id() == expected[r.rank()]);
+    CHECK(r.epoch() == 2);
+    CHECK(idsOf(r) == expected);
+    CHECK(r.member_ids(r.rank()) == expected[r.rank()]);
+    CHECK(r.admitted_size() == 0);  // nobody new: the survivors know every process already
   }
   CHECK(h.job.epoch() == 2);
   for (int rank = 0; rank < 4; ++rank) CHECK(h.job.view().members(rank).rank() == rank);
@@ -250,7 +255,9 @@ TEST_CASE("a request that names a stale epoch is refused with a clear status") {
   REQUIRE(h.reconfigure(3, ids[1], 1).ok());
   Effects e = h.take();
   REQUIRE(e.replies.size() == 1);
-  CHECK(std::get<pb::ReconfigureResponse>(e.replies[0].body).view().epoch() == 2);
+  const auto& retried = std::get<pb::ReconfigureResponse>(e.replies[0].body);
+  CHECK(retried.epoch() == 2);
+  CHECK(retried.admitted_size() == 2);  // a retry cannot know what the caller knew: all of them
   // Epochs only increase.
   REQUIRE(h.reconfigure(4, ids[0]).ok());
   REQUIRE(h.reconfigure(5, ids[1]).ok());
@@ -278,6 +285,13 @@ TEST_CASE("a replacement waits until the next reconfiguration admits it with the
   CHECK(admitted.rank() == 2);
   CHECK(admitted.member_id() > ids[2]);
   CHECK(idsOf(h.job.view()) == std::vector<std::uint64_t>{ids[0], ids[2], admitted.member_id()});
+  // Survivors are told only who the newcomer is; the members they already know come brief.
+  auto survivor = std::find_if(e.replies.begin(), e.replies.end(), [](const Reply& r) { return r.waiter == 51; });
+  REQUIRE(survivor != e.replies.end());
+  const auto& next = std::get<pb::ReconfigureResponse>(survivor->body);
+  CHECK(idsOf(next) == idsOf(h.job.view()));
+  REQUIRE(next.admitted_size() == 1);
+  CHECK(next.admitted(0).process().instance_id() == "replacement");
 }
 
 TEST_CASE("a replacement whose join deadline passes is dropped and never admitted") {
@@ -329,7 +343,7 @@ TEST_CASE("a second failure in the middle of an agreement round still completes 
   CHECK(hasEvent(e, pb::Event::MEMBER_FAILED, ids[2]));
   REQUIRE(e.replies.size() == 2);
   for (const auto& reply : e.replies) {
-    CHECK(idsOf(std::get<pb::ReconfigureResponse>(reply.body).view()) ==
+    CHECK(idsOf(std::get<pb::ReconfigureResponse>(reply.body)) ==
           std::vector<std::uint64_t>{ids[0], ids[1]});
   }
   CHECK(h.job.epoch() == 2);
