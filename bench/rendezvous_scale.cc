@@ -182,8 +182,13 @@ class ServerChild {
     char pattern[] = "/tmp/ftcomm-bench-XXXXXX";
     dir_ = ::mkdtemp(pattern);
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").parent_path();
-    std::vector<std::string> argv{self + "/ftcomm-rendezvous", "--listen", "127.0.0.1:0",
-                                  "--lease-ms", "600000", "--port-file", dir_ + "/port"};
+    std::vector<std::string> argv{self + "/ftcomm-rendezvous",
+                                  "--listen",
+                                  "127.0.0.1:0",
+                                  "--lease-ms",
+                                  "600000",
+                                  "--port-file",
+                                  dir_ + "/port"};
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -231,11 +236,16 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) return usage();
     std::string value = argv[++i];
     try {
-      if (flag == "--members") members = std::stoi(value);
-      else if (flag == "--rounds") rounds = std::stoi(value);
-      else if (flag == "--channels") channels = std::stoi(value);
-      else if (flag == "--rendezvous") address = value;
-      else return usage();
+      if (flag == "--members")
+        members = std::stoi(value);
+      else if (flag == "--rounds")
+        rounds = std::stoi(value);
+      else if (flag == "--channels")
+        channels = std::stoi(value);
+      else if (flag == "--rendezvous")
+        address = value;
+      else
+        return usage();
     } catch (const std::exception&) {
       return usage();
     }

@@ -7,7 +7,9 @@
 
 namespace ftcomm::rendezvous {
 
-void PendingCall::OnCancel() { job_->cancelWaiter(id_); }
+void PendingCall::OnCancel() {
+  job_->cancelWaiter(id_);
+}
 
 template <typename Response>
 void PendingReply<Response>::complete(Reply&& reply) {
@@ -149,9 +151,9 @@ void Job::carryOut(Effects& effects, std::vector<ReadyReply>& ready) {
   for (const auto& expulsion : effects.expelled) {
     auto it = watchers_.find(expulsion.memberId);
     if (it == watchers_.end()) continue;
-    it->second->finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                    "expelled from job " + state_.jobId() + ": " +
-                                        expulsion.reason));
+    it->second->finish(
+        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                     "expelled from job " + state_.jobId() + ": " + expulsion.reason));
     watchers_.erase(it);
   }
   for (auto& reply : effects.replies) {

@@ -10,10 +10,10 @@
 
 #include <atomic>
 #include <filesystem>
-#include <optional>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -43,8 +43,8 @@ class PendingCall : public grpc::ServerUnaryReactor {
 
 class Job {
  public:
-  Job(std::string jobId, std::chrono::milliseconds lease, std::optional<std::filesystem::path> stateDir,
-      std::atomic<bool>& shuttingDown);
+  Job(std::string jobId, std::chrono::milliseconds lease,
+      std::optional<std::filesystem::path> stateDir, std::atomic<bool>& shuttingDown);
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
@@ -94,7 +94,8 @@ class Job {
 template <typename Response>
 class PendingReply final : public PendingCall {
  public:
-  PendingReply(Job* job, Response* response) : PendingCall(job, job->nextWaiterId()), response_(response) {}
+  PendingReply(Job* job, Response* response)
+      : PendingCall(job, job->nextWaiterId()), response_(response) {}
   void complete(Reply&& reply) override;
 
  private:

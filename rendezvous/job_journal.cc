@@ -101,7 +101,8 @@ Result<std::unique_ptr<JobJournal>> JobJournal::open(std::filesystem::path path,
                                                      std::size_t validBytes) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) return internalError("cannot create " + path.parent_path().string() + ": " + ec.message());
+  if (ec)
+    return internalError("cannot create " + path.parent_path().string() + ": " + ec.message());
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return ioError("cannot open", path);
   std::size_t bytes = validBytes;

@@ -50,7 +50,8 @@ Status JobState::join(WaiterId waiter, const pb::JoinRequest& request, Clock::ti
   // A retry of a join still pending takes over its place.
   for (auto& pending : pendingJoins_) {
     if (pending.request.process().instance_id() != process.instance_id()) continue;
-    out.replies.push_back({pending.waiter, cancelled("superseded by a retry of the same join"), {}});
+    out.replies.push_back(
+        {pending.waiter, cancelled("superseded by a retry of the same join"), {}});
     pending.waiter = waiter;
     pending.deadline = deadline;
     return Status::Ok();
@@ -103,8 +104,8 @@ Status JobState::joinRunningJob(WaiterId waiter, const pb::JoinRequest& request,
   for (const auto& member : view_.members()) {
     if (isLive(member.member_id()) && sameProcess(member.process(), request.process())) {
       return alreadyExists("job " + jobId_ + ": process " + processName(request.process()) +
-                           " is already member " + std::to_string(member.member_id()) +
-                           " (rank " + std::to_string(member.rank()) + ")");
+                           " is already member " + std::to_string(member.member_id()) + " (rank " +
+                           std::to_string(member.rank()) + ")");
     }
   }
   pendingJoins_.push_back({waiter, request, now + std::chrono::milliseconds(request.timeout_ms())});
@@ -140,7 +141,8 @@ Status JobState::checkMember(std::uint64_t memberId) const {
 
 Status JobState::checkEpoch(const pb::Caller& caller, const char* operation) const {
   const std::string at = "; job " + jobId_ + " is at epoch " + std::to_string(epoch());
-  if (caller.epoch() == 0) return invalidArgument(std::string(operation) + " needs the caller's epoch");
+  if (caller.epoch() == 0)
+    return invalidArgument(std::string(operation) + " needs the caller's epoch");
   if (caller.epoch() < epoch()) {
     return failedPrecondition(std::string(operation) + ": stale epoch " +
                               std::to_string(caller.epoch()) + at);
@@ -195,8 +197,9 @@ void JobState::declareFailed(std::uint64_t memberId, const std::string& reason,
   apply(record);
   emitMemberEvent(pb::Event::MEMBER_FAILED, memberId, reason, reporter, out);
   out.expelled.push_back({memberId, reason});
-  forgetMember(memberId, failedPrecondition("member " + std::to_string(memberId) + " of job " +
-                                            jobId_ + " was declared failed (" + reason + ")"),
+  forgetMember(memberId,
+               failedPrecondition("member " + std::to_string(memberId) + " of job " + jobId_ +
+                                  " was declared failed (" + reason + ")"),
                out);
 }
 
@@ -270,7 +273,8 @@ Status JobState::reconfigure(WaiterId waiter, const pb::ReconfigureRequest& requ
   RoundCall call{waiter, now + std::chrono::milliseconds(request.timeout_ms())};
   auto [it, inserted] = round_.try_emplace(caller.member_id(), call);
   if (!inserted) {
-    out.replies.push_back({it->second.waiter, cancelled("superseded by a retry of Reconfigure"), {}});
+    out.replies.push_back(
+        {it->second.waiter, cancelled("superseded by a retry of Reconfigure"), {}});
     it->second = call;
   }
   maybeCommitRound(now, out);
@@ -502,8 +506,9 @@ void JobState::tick(Clock::time_point now, Effects& out) {
 
   const std::string joinTimeout =
       epoch() == 0 ? describeMissingJoins()
-                   : "job " + jobId_ + ": not admitted before the deadline; no reconfiguration "
-                                       "of epoch " +
+                   : "job " + jobId_ +
+                         ": not admitted before the deadline; no reconfiguration "
+                         "of epoch " +
                          std::to_string(epoch()) + " completed";
   std::erase_if(pendingJoins_, [&](const PendingJoin& p) {
     if (p.deadline > now) return false;

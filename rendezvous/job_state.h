@@ -37,8 +37,7 @@ class JobState {
   const pb::MembershipView& view() const { return view_; }
 
   // Ok with no reply in `out`: the join waits. Errors are immediate answers.
-  Status join(WaiterId waiter, const pb::JoinRequest& request, Clock::time_point now,
-              Effects& out);
+  Status join(WaiterId waiter, const pb::JoinRequest& request, Clock::time_point now, Effects& out);
 
   // Checks that the caller is a live member of this job (fencing).
   Status checkCaller(const pb::Caller& caller) const { return checkMember(caller.member_id()); }
@@ -48,8 +47,8 @@ class JobState {
   Status reportFailure(const pb::ReportFailureRequest& request, Clock::time_point now,
                        Effects& out);
   Status revoke(const pb::RevokeRequest& request, Effects& out);
-  Status reconfigure(WaiterId waiter, const pb::ReconfigureRequest& request,
-                     Clock::time_point now, Effects& out);
+  Status reconfigure(WaiterId waiter, const pb::ReconfigureRequest& request, Clock::time_point now,
+                     Effects& out);
   Status leave(const pb::Caller& caller, Clock::time_point now, Effects& out);
 
   Status kvSet(const pb::KvSetRequest& request, Effects& out);
@@ -123,8 +122,8 @@ class JobState {
   std::size_t liveCount_ = 0;  // members of view_ neither failed nor left
 
   // Transient.
-  std::int32_t formingSize_ = 0;  // world size of the first epoch while it forms
-  std::vector<PendingJoin> pendingJoins_;  // forming members, or replacements once running
+  std::int32_t formingSize_ = 0;              // world size of the first epoch while it forms
+  std::vector<PendingJoin> pendingJoins_;     // forming members, or replacements once running
   std::map<std::uint64_t, RoundCall> round_;  // members that called Reconfigure for epoch()
   std::unordered_map<std::uint64_t, Clock::time_point> leaseExpiry_;
   std::unordered_map<std::uint64_t, std::uint64_t> watchToken_;

@@ -69,8 +69,8 @@ void KvStore::expireWaiters(Clock::time_point now, Effects& out) {
       missing += (missing.empty() ? "'" : ", '") + key + "'";
     }
     out.replies.push_back(
-        Reply{w.id, timeoutError("job " + jobId_ + ": KvWait deadline passed; missing keys: " +
-                                 missing),
+        Reply{w.id,
+              timeoutError("job " + jobId_ + ": KvWait deadline passed; missing keys: " + missing),
               {}});
     return true;
   });

@@ -8,7 +8,9 @@ namespace ftcomm::rendezvous {
 
 RendezvousServer::RendezvousServer(ServerOptions options) : options_(std::move(options)) {}
 
-RendezvousServer::~RendezvousServer() { shutdown(); }
+RendezvousServer::~RendezvousServer() {
+  shutdown();
+}
 
 Result<std::unique_ptr<RendezvousServer>> RendezvousServer::start(ServerOptions options) {
   std::unique_ptr<RendezvousServer> self(new RendezvousServer(std::move(options)));

@@ -21,7 +21,8 @@ constexpr const char* kUsage =
     "                         [--lease-ms N] [--port-file FILE]\n"
     "  --listen      address to serve on (port 0: pick a free port)\n"
     "  --state-dir   keep jobs, epochs and keys here; a restart with the same dir resumes them\n"
-    "  --token-file  lines 'JOB TOKEN' or 'TOKEN' (any job): requests must carry their job's token\n"
+    "  --token-file  lines 'JOB TOKEN' or 'TOKEN' (any job): requests must carry their job's "
+    "token\n"
     "  --lease-ms    a member that does not heartbeat for this long is declared failed (2000)\n"
     "  --port-file   write the port actually bound to this file once serving\n";
 

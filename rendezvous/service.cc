@@ -15,7 +15,8 @@ Result<std::size_t> RendezvousService::restoreState() {
   const std::filesystem::path dir = *options_.stateDir / "jobs";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return internalError("cannot create state directory " + dir.string() + ": " + ec.message());
+  if (ec)
+    return internalError("cannot create state directory " + dir.string() + ": " + ec.message());
   std::size_t restored = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".journal") continue;
@@ -107,10 +108,9 @@ grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* RendezvousService::KvSet(grpc::CallbackServerContext* context,
                                                    const pb::KvSetRequest* request,
                                                    pb::KvSetResponse* /*response*/) {
-  return answerMutation(context, request->caller(),
-                        [&](JobState& state, Clock::time_point, Effects& out) {
-                          return state.kvSet(*request, out);
-                        });
+  return answerMutation(
+      context, request->caller(),
+      [&](JobState& state, Clock::time_point, Effects& out) { return state.kvSet(*request, out); });
 }
 
 grpc::ServerUnaryReactor* RendezvousService::KvGet(grpc::CallbackServerContext* context,

@@ -37,7 +37,8 @@ class RendezvousService final : public pb::Rendezvous::CallbackService {
   void tick();
   void beginShutdown() { shuttingDown_.store(true); }
 
-  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* context, const pb::JoinRequest* request,
+  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* context,
+                                 const pb::JoinRequest* request,
                                  pb::JoinResponse* response) override;
   grpc::ServerUnaryReactor* KvSet(grpc::CallbackServerContext* context,
                                   const pb::KvSetRequest* request,

@@ -25,8 +25,9 @@ constexpr auto kPatience = 30s;
 std::unique_ptr<LineProcess> startMember(const RendezvousServerProcess& server,
                                          const std::string& job, int world,
                                          std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{binary("ftcomm-test-member"), "--rendezvous", server.address(),
-                                "--job", job, "--world", std::to_string(world)};
+  std::vector<std::string> argv{
+      binary("ftcomm-test-member"), "--rendezvous", server.address(), "--job", job, "--world",
+      std::to_string(world)};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return std::make_unique<LineProcess>(argv);
 }
@@ -112,7 +113,8 @@ TEST_CASE("a SIGKILLed member is declared failed through its watch stream, not i
   CHECK(field(epoch0, "members") == field(epoch2->substr(2), "members"));
 }
 
-TEST_CASE("a SIGSTOPped member is declared failed when its lease expires and is fenced when it wakes") {
+TEST_CASE(
+    "a SIGSTOPped member is declared failed when its lease expires and is fenced when it wakes") {
   RendezvousServerProcess server({"--lease-ms", "600"});
   auto members = formJob(server, "stop3", 3);
   for (auto& m : members) REQUIRE(m->waitFor("EVENT kind=SNAPSHOT", kPatience));
@@ -137,7 +139,9 @@ TEST_CASE("a SIGSTOPped member is declared failed when its lease expires and is 
   CHECK_THAT(members[1]->ask("standing", kPatience), Catch::Equals("STANDING OK"));
 }
 
-TEST_CASE("a server restarted with the same state directory keeps epochs and keys and declares nobody dead") {
+TEST_CASE(
+    "a server restarted with the same state directory keeps epochs and keys and declares nobody "
+    "dead") {
   RendezvousServerProcess server({"--lease-ms", "1000"});
   auto members = formJob(server, "restart3", 3);
   for (auto& m : members) REQUIRE(m->waitFor("EVENT kind=SNAPSHOT", kPatience));
@@ -194,7 +198,9 @@ TEST_CASE("a replacement process is admitted by the next reconfiguration with th
   CHECK(field(*survivor, "rank") == "0");
 }
 
-TEST_CASE("with a token file, a request without the job's token is refused and the token is never logged") {
+TEST_CASE(
+    "with a token file, a request without the job's token is refused and the token is never "
+    "logged") {
   RendezvousServerProcess plain;  // only for a scratch directory
   const auto tokens = plain.stateDir() / "tokens";
   std::ofstream(tokens) << "secure-job s3cr3t-t0ken\n";

@@ -25,7 +25,8 @@ struct Harness {
   Effects take() { return std::exchange(effects, Effects{}); }
 
   ftcomm::Status join(WaiterId waiter, int worldSize, const std::string& instance, int pid,
-                      std::optional<int> desiredRank = std::nullopt, std::uint32_t timeoutMs = 5000) {
+                      std::optional<int> desiredRank = std::nullopt,
+                      std::uint32_t timeoutMs = 5000) {
     pb::JoinRequest request;
     request.set_job_id("job-a");
     request.set_world_size(worldSize);
@@ -39,7 +40,8 @@ struct Harness {
 
   // Joins n members and returns their member ids by rank.
   std::vector<std::uint64_t> form(int n) {
-    for (int i = 0; i < n; ++i) REQUIRE(join(nextWaiter++, n, "inst-" + std::to_string(i), 100 + i).ok());
+    for (int i = 0; i < n; ++i)
+      REQUIRE(join(nextWaiter++, n, "inst-" + std::to_string(i), 100 + i).ok());
     Effects e = take();
     REQUIRE(e.replies.size() == static_cast<std::size_t>(n));
     std::vector<std::uint64_t> ids(n);
@@ -161,7 +163,8 @@ TEST_CASE("a retried join takes over the pending one, and a retry after the comm
   REQUIRE(h.join(3, 2, "b", 2).ok());
   e = h.take();
   REQUIRE(e.replies.size() == 2);
-  CHECK(std::any_of(e.replies.begin(), e.replies.end(), [](const Reply& r) { return r.waiter == 2; }));
+  CHECK(std::any_of(e.replies.begin(), e.replies.end(),
+                    [](const Reply& r) { return r.waiter == 2; }));
   // The answer got lost; the retry gets the same member back.
   const auto firstId = h.job.view().members(0).member_id();
   REQUIRE(h.join(4, 2, "a", 1).ok());
@@ -191,7 +194,8 @@ TEST_CASE("a join that waits past its deadline names how many members are missin
   CHECK(h.job.epoch() == 1);
 }
 
-TEST_CASE("a member whose lease expires is declared failed and every later call from it is refused") {
+TEST_CASE(
+    "a member whose lease expires is declared failed and every later call from it is refused") {
   Harness h;
   auto ids = h.form(3);
   h.now += kLease - 1ms;
@@ -277,7 +281,8 @@ TEST_CASE("a replacement waits until the next reconfiguration admits it with the
   REQUIRE(h.reconfigure(52, ids[2]).ok());
   e = h.take();
   REQUIRE(e.replies.size() == 3);
-  auto join = std::find_if(e.replies.begin(), e.replies.end(), [](const Reply& r) { return r.waiter == 50; });
+  auto join = std::find_if(e.replies.begin(), e.replies.end(),
+                           [](const Reply& r) { return r.waiter == 50; });
   REQUIRE(join != e.replies.end());
   const auto& admitted = std::get<pb::JoinResponse>(join->body);
   CHECK(admitted.replacement());
@@ -286,7 +291,8 @@ TEST_CASE("a replacement waits until the next reconfiguration admits it with the
   CHECK(admitted.member_id() > ids[2]);
   CHECK(idsOf(h.job.view()) == std::vector<std::uint64_t>{ids[0], ids[2], admitted.member_id()});
   // Survivors are told only who the newcomer is; the members they already know come brief.
-  auto survivor = std::find_if(e.replies.begin(), e.replies.end(), [](const Reply& r) { return r.waiter == 51; });
+  auto survivor = std::find_if(e.replies.begin(), e.replies.end(),
+                               [](const Reply& r) { return r.waiter == 51; });
   REQUIRE(survivor != e.replies.end());
   const auto& next = std::get<pb::ReconfigureResponse>(survivor->body);
   CHECK(idsOf(next) == idsOf(h.job.view()));
@@ -355,7 +361,8 @@ TEST_CASE("a member that fails after calling reconfigure is told it was expelled
   REQUIRE(h.reconfigure(1, ids[2]).ok());
   REQUIRE(h.report(ids[0], 2).ok());
   Effects e = h.take();
-  auto answer = std::find_if(e.replies.begin(), e.replies.end(), [](const Reply& r) { return r.waiter == 1; });
+  auto answer = std::find_if(e.replies.begin(), e.replies.end(),
+                             [](const Reply& r) { return r.waiter == 1; });
   REQUIRE(answer != e.replies.end());
   CHECK(answer->status.code() == ftcomm::StatusCode::kFailedPrecondition);
 }
@@ -419,7 +426,8 @@ TEST_CASE("a member that leaves is not waited for and is not reported failed") {
   CHECK(h.job.view().members_size() == 2);
 }
 
-TEST_CASE("the key-value store answers waiters when the last key arrives, or names what is missing") {
+TEST_CASE(
+    "the key-value store answers waiters when the last key arrives, or names what is missing") {
   Harness h;
   auto ids = h.form(2);
   pb::KvWaitRequest wait;

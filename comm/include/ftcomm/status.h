@@ -32,20 +32,34 @@ enum class StatusCode : std::uint8_t {
 
 constexpr std::string_view statusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kAlreadyExists: return "AlreadyExists";
-    case StatusCode::kPermissionDenied: return "PermissionDenied";
-    case StatusCode::kFailedPrecondition: return "FailedPrecondition";
-    case StatusCode::kTimeout: return "Timeout";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kPeerFailed: return "PeerFailed";
-    case StatusCode::kRevoked: return "Revoked";
-    case StatusCode::kMismatch: return "Mismatch";
-    case StatusCode::kResourceExhausted: return "ResourceExhausted";
-    case StatusCode::kCancelled: return "Cancelled";
-    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kPermissionDenied:
+      return "PermissionDenied";
+    case StatusCode::kFailedPrecondition:
+      return "FailedPrecondition";
+    case StatusCode::kTimeout:
+      return "Timeout";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kPeerFailed:
+      return "PeerFailed";
+    case StatusCode::kRevoked:
+      return "Revoked";
+    case StatusCode::kMismatch:
+      return "Mismatch";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
+    case StatusCode::kCancelled:
+      return "Cancelled";
+    case StatusCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }
@@ -69,22 +83,36 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
-inline Status notFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
-inline Status alreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
+inline Status invalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
+inline Status notFound(std::string m) {
+  return {StatusCode::kNotFound, std::move(m)};
+}
+inline Status alreadyExists(std::string m) {
+  return {StatusCode::kAlreadyExists, std::move(m)};
+}
 inline Status permissionDenied(std::string m) {
   return {StatusCode::kPermissionDenied, std::move(m)};
 }
 inline Status failedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
-inline Status timeoutError(std::string m) { return {StatusCode::kTimeout, std::move(m)}; }
-inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status timeoutError(std::string m) {
+  return {StatusCode::kTimeout, std::move(m)};
+}
+inline Status unavailable(std::string m) {
+  return {StatusCode::kUnavailable, std::move(m)};
+}
 inline Status resourceExhausted(std::string m) {
   return {StatusCode::kResourceExhausted, std::move(m)};
 }
-inline Status cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
-inline Status internalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status cancelled(std::string m) {
+  return {StatusCode::kCancelled, std::move(m)};
+}
+inline Status internalError(std::string m) {
+  return {StatusCode::kInternal, std::move(m)};
+}
 
 // A value or the Status that explains why there is none.
 template <typename T>
@@ -109,8 +137,8 @@ class [[nodiscard]] Result {
 
 }  // namespace ftcomm
 
-#define FTCOMM_RETURN_IF_ERROR(expr)        \
-  do {                                      \
-    ::ftcomm::Status ftcomm_status_ = (expr); \
+#define FTCOMM_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::ftcomm::Status ftcomm_status_ = (expr);        \
     if (!ftcomm_status_.ok()) return ftcomm_status_; \
   } while (false)
