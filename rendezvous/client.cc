@@ -92,6 +92,8 @@ Status RendezvousClient::standing() const {
   return standing_;
 }
 
+// The server's word that this member is out for good ("expelled": declared failed) fences every
+// later call; other FailedPrecondition answers (a stale epoch) concern one call only.
 Status RendezvousClient::noteVerdict(const Status& status) {
   if (isVerdict(status.code()) && memberId_.load() != 0 &&
       status.message().find("expelled") != std::string::npos) {

@@ -79,8 +79,8 @@ void Job::act(const Action& action) {
 }
 
 void Job::cancelWaiter(WaiterId waiter) {
-  act([&](JobState& state, Clock::time_point now, Effects& effects) {
-    state.cancelWaiter(waiter, now, effects);
+  act([&](JobState& state, Clock::time_point, Effects& effects) {
+    state.cancelWaiter(waiter, effects);
   });
 }
 

@@ -1,3 +1,5 @@
+// JobState, part 3 of 3: callers and epochs, leases, watch streams, the key-value store, time,
+// and the durable state (apply, snapshot).
 #include "rendezvous/job_state.h"
 
 #include <algorithm>
@@ -6,126 +8,13 @@
 
 namespace ftcomm::rendezvous {
 
-namespace {
-
-std::string processName(const pb::ProcessInfo& p) {
-  return p.host() + ":" + std::to_string(p.pid());
-}
-
-bool sameProcess(const pb::ProcessInfo& a, const pb::ProcessInfo& b) {
-  return a.host() == b.host() && a.pid() == b.pid();
-}
-
-Status validateProcess(const pb::ProcessInfo& p) {
-  if (p.instance_id().empty()) return invalidArgument("join: process.instance_id is empty");
-  if (p.instance_id().size() > kMaxInstanceIdBytes) {
-    return invalidArgument("join: process.instance_id exceeds " +
-                           std::to_string(kMaxInstanceIdBytes) + " bytes");
-  }
-  if (p.host().size() > kMaxHostBytes) {
-    return invalidArgument("join: process.host exceeds " + std::to_string(kMaxHostBytes) +
-                           " bytes");
-  }
-  if (p.transport_address().size() > kMaxTransportAddressBytes) {
-    return invalidArgument("join: process.transport_address exceeds " +
-                           std::to_string(kMaxTransportAddressBytes) + " bytes");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 JobState::JobState(std::string jobId, std::chrono::milliseconds lease)
     : jobId_(std::move(jobId)), lease_(lease), kv_(jobId_) {}
-
-// ---- Joining ----
-
-Status JobState::join(WaiterId waiter, const pb::JoinRequest& request, Clock::time_point now,
-                      Effects& out) {
-  const pb::ProcessInfo& process = request.process();
-  FTCOMM_RETURN_IF_ERROR(validateProcess(process));
-  FTCOMM_RETURN_IF_ERROR(validateTimeout(request.timeout_ms()));
-  const auto deadline = now + std::chrono::milliseconds(request.timeout_ms());
-
-  // A retry of a join still pending takes over its place.
-  for (auto& pending : pendingJoins_) {
-    if (pending.request.process().instance_id() != process.instance_id()) continue;
-    out.replies.push_back(
-        {pending.waiter, cancelled("superseded by a retry of the same join"), {}});
-    pending.waiter = waiter;
-    pending.deadline = deadline;
-    return Status::Ok();
-  }
-  // A retry of a join that was answered (the answer was lost, e.g. in a server restart).
-  for (const auto& member : view_.members()) {
-    if (member.process().instance_id() != process.instance_id()) continue;
-    FTCOMM_RETURN_IF_ERROR(checkMember(member.member_id()));
-    out.replies.push_back({waiter, Status::Ok(), joinResponseFor(member, epoch() > 1)});
-    return Status::Ok();
-  }
-  for (const auto& pending : pendingJoins_) {
-    if (sameProcess(pending.request.process(), process)) {
-      return alreadyExists("job " + jobId_ + ": process " + processName(process) +
-                           " is already waiting to join under another instance id");
-    }
-  }
-  if (epoch() > 0) return joinRunningJob(waiter, request, now, out);
-
-  if (request.world_size() < 1 || request.world_size() > kMaxWorldSize) {
-    return invalidArgument("join: world_size " + std::to_string(request.world_size()) +
-                           " is outside 1.." + std::to_string(kMaxWorldSize));
-  }
-  if (pendingJoins_.empty()) formingSize_ = request.world_size();
-  if (request.world_size() != formingSize_) {
-    return invalidArgument("job " + jobId_ + " is forming with world size " +
-                           std::to_string(formingSize_) + "; this join says " +
-                           std::to_string(request.world_size()));
-  }
-  if (request.has_desired_rank() && request.desired_rank() != -1) {
-    const int rank = request.desired_rank();
-    if (rank < 0 || rank >= formingSize_) {
-      return invalidArgument("join: desired rank " + std::to_string(rank) +
-                             " is out of range for world size " + std::to_string(formingSize_));
-    }
-    for (const auto& pending : pendingJoins_) {
-      if (pending.request.has_desired_rank() && pending.request.desired_rank() == rank) {
-        return alreadyExists("job " + jobId_ + ": rank " + std::to_string(rank) +
-                             " is already claimed by " + processName(pending.request.process()));
-      }
-    }
-  }
-  pendingJoins_.push_back({waiter, request, deadline});
-  if (static_cast<int>(pendingJoins_.size()) == formingSize_) commit(now, out);
-  return Status::Ok();
-}
-
-Status JobState::joinRunningJob(WaiterId waiter, const pb::JoinRequest& request,
-                                Clock::time_point now, Effects& out) {
-  for (const auto& member : view_.members()) {
-    if (isLive(member.member_id()) && sameProcess(member.process(), request.process())) {
-      return alreadyExists("job " + jobId_ + ": process " + processName(request.process()) +
-                           " is already member " + std::to_string(member.member_id()) + " (rank " +
-                           std::to_string(member.rank()) + ")");
-    }
-  }
-  pendingJoins_.push_back({waiter, request, now + std::chrono::milliseconds(request.timeout_ms())});
-  pb::Event& event = out.events.emplace_back();
-  event.set_kind(pb::Event::REPLACEMENT_WAITING);
-  event.set_epoch(epoch());
-  event.set_replacements_waiting(static_cast<std::uint32_t>(pendingJoins_.size()));
-  event.set_reason(processName(request.process()) + " is waiting for admission");
-  return Status::Ok();
-}
 
 // ---- Callers, liveness, failures ----
 
 bool JobState::isLive(std::uint64_t memberId) const {
   return rankOf_.contains(memberId) && !failed_.contains(memberId) && !left_.contains(memberId);
-}
-
-const pb::Member* JobState::findMember(std::uint64_t memberId) const {
-  auto it = rankOf_.find(memberId);
-  return it == rankOf_.end() ? nullptr : &view_.members(it->second);
 }
 
 Status JobState::checkMember(std::uint64_t memberId) const {
@@ -162,236 +51,6 @@ Status JobState::heartbeat(const pb::Caller& caller, Clock::time_point now,
   out.set_lease_ms(static_cast<std::uint32_t>(lease_.count()));
   out.set_revoked(revoked_);
   return Status::Ok();
-}
-
-Status JobState::reportFailure(const pb::ReportFailureRequest& request, Clock::time_point now,
-                               Effects& out) {
-  const pb::Caller& caller = request.caller();
-  FTCOMM_RETURN_IF_ERROR(checkCaller(caller));
-  FTCOMM_RETURN_IF_ERROR(checkEpoch(caller, "ReportFailure"));
-  FTCOMM_RETURN_IF_ERROR(validateReason(request.reason()));
-  const int rank = request.suspect_rank();
-  if (rank < 0 || rank >= view_.members_size()) {
-    return invalidArgument("ReportFailure: rank " + std::to_string(rank) +
-                           " is out of range for epoch " + std::to_string(epoch()) + " of size " +
-                           std::to_string(view_.members_size()));
-  }
-  const std::uint64_t suspect = view_.members(rank).member_id();
-  if (suspect == caller.member_id()) {
-    return invalidArgument("ReportFailure: a member cannot report itself; call Leave");
-  }
-  if (!isLive(suspect)) return Status::Ok();  // first report wins
-  declareFailed(suspect,
-                "reported by rank " + std::to_string(rankOf_.at(caller.member_id())) + ": " +
-                    request.reason(),
-                caller.member_id(), out);
-  maybeCommitRound(now, out);
-  return Status::Ok();
-}
-
-void JobState::declareFailed(std::uint64_t memberId, const std::string& reason,
-                             std::uint64_t reporter, Effects& out) {
-  pb::JournalRecord& record = out.journal.emplace_back();
-  record.mutable_member_failed()->set_member_id(memberId);
-  record.mutable_member_failed()->set_reason(reason);
-  apply(record);
-  emitMemberEvent(pb::Event::MEMBER_FAILED, memberId, reason, reporter, out);
-  out.expelled.push_back({memberId, reason});
-  forgetMember(memberId,
-               failedPrecondition("member " + std::to_string(memberId) + " of job " + jobId_ +
-                                  " was declared failed (" + reason + ")"),
-               out);
-}
-
-void JobState::forgetMember(std::uint64_t memberId, const Status& why, Effects& out) {
-  if (auto it = round_.find(memberId); it != round_.end()) {
-    out.replies.push_back({it->second.waiter, why, {}});
-    round_.erase(it);
-  }
-  leaseExpiry_.erase(memberId);
-  watchToken_.erase(memberId);
-}
-
-void JobState::emitMemberEvent(pb::Event::Kind kind, std::uint64_t memberId,
-                               const std::string& reason, std::uint64_t reporter,
-                               Effects& out) const {
-  pb::Event& event = out.events.emplace_back();
-  event.set_kind(kind);
-  event.set_epoch(epoch());
-  event.set_member_id(memberId);
-  event.set_rank(rankOf_.at(memberId));
-  event.set_reason(reason);
-  event.set_reporter_member_id(reporter);
-}
-
-Status JobState::revoke(const pb::RevokeRequest& request, Effects& out) {
-  FTCOMM_RETURN_IF_ERROR(checkCaller(request.caller()));
-  FTCOMM_RETURN_IF_ERROR(checkEpoch(request.caller(), "Revoke"));
-  FTCOMM_RETURN_IF_ERROR(validateReason(request.reason()));
-  if (revoked_) return Status::Ok();
-  const std::string reason = "revoked by rank " +
-                             std::to_string(rankOf_.at(request.caller().member_id())) + ": " +
-                             request.reason();
-  pb::JournalRecord& record = out.journal.emplace_back();
-  record.set_epoch_revoked(reason);
-  apply(record);
-  pb::Event& event = out.events.emplace_back();
-  event.set_kind(pb::Event::EPOCH_REVOKED);
-  event.set_epoch(epoch());
-  event.set_reason(reason);
-  event.set_reporter_member_id(request.caller().member_id());
-  return Status::Ok();
-}
-
-Status JobState::leave(const pb::Caller& caller, Clock::time_point now, Effects& out) {
-  FTCOMM_RETURN_IF_ERROR(checkCaller(caller));
-  pb::JournalRecord& record = out.journal.emplace_back();
-  record.set_member_left(caller.member_id());
-  apply(record);
-  emitMemberEvent(pb::Event::MEMBER_LEFT, caller.member_id(), "left the job", 0, out);
-  forgetMember(caller.member_id(),
-               failedPrecondition("member " + std::to_string(caller.member_id()) + " left"), out);
-  maybeCommitRound(now, out);
-  return Status::Ok();
-}
-
-// ---- Agreement ----
-
-Status JobState::reconfigure(WaiterId waiter, const pb::ReconfigureRequest& request,
-                             Clock::time_point now, Effects& out) {
-  const pb::Caller& caller = request.caller();
-  FTCOMM_RETURN_IF_ERROR(validateTimeout(request.timeout_ms()));
-  FTCOMM_RETURN_IF_ERROR(checkCaller(caller));
-  if (caller.epoch() != 0 && caller.epoch() + 1 == epoch()) {
-    // A retry after the commit: the caller is in the new epoch, so answer with it.
-    pb::ReconfigureResponse response = reconfigureResponse(nullptr);
-    response.set_rank(rankOf_.at(caller.member_id()));
-    out.replies.push_back({waiter, Status::Ok(), std::move(response)});
-    return Status::Ok();
-  }
-  FTCOMM_RETURN_IF_ERROR(checkEpoch(caller, "Reconfigure"));
-  RoundCall call{waiter, now + std::chrono::milliseconds(request.timeout_ms())};
-  auto [it, inserted] = round_.try_emplace(caller.member_id(), call);
-  if (!inserted) {
-    out.replies.push_back(
-        {it->second.waiter, cancelled("superseded by a retry of Reconfigure"), {}});
-    it->second = call;
-  }
-  maybeCommitRound(now, out);
-  return Status::Ok();
-}
-
-void JobState::maybeCommitRound(Clock::time_point now, Effects& out) {
-  // round_ holds live members only (a failure or departure removes its entry), so equal sizes
-  // mean every live member has called in.
-  if (!round_.empty() && round_.size() == liveCount_) commit(now, out);
-}
-
-std::vector<pb::Member> JobState::nextMembers() const {
-  std::vector<pb::Member> next;
-  std::uint64_t id = nextMemberId_;
-  auto admit = [&](const PendingJoin& pending, int rank) {
-    pb::Member member;
-    member.set_member_id(id++);
-    member.set_rank(rank);
-    *member.mutable_process() = pending.request.process();
-    return member;
-  };
-  if (epoch() == 0) {
-    // Desired ranks first, then the free ranks in join order.
-    std::vector<const PendingJoin*> byRank(pendingJoins_.size(), nullptr);
-    for (const auto& p : pendingJoins_) {
-      if (p.request.has_desired_rank() && p.request.desired_rank() >= 0) {
-        byRank[p.request.desired_rank()] = &p;
-      }
-    }
-    std::size_t free = 0;
-    for (const auto& p : pendingJoins_) {
-      if (p.request.has_desired_rank() && p.request.desired_rank() >= 0) continue;
-      while (byRank[free] != nullptr) ++free;
-      byRank[free] = &p;
-    }
-    for (std::size_t rank = 0; rank < byRank.size(); ++rank) {
-      next.push_back(admit(*byRank[rank], static_cast<int>(rank)));
-    }
-    // Member ids follow ranks, so that the first epoch reads naturally.
-    return next;
-  }
-  for (const auto& member : view_.members()) {
-    if (!isLive(member.member_id())) continue;
-    pb::Member& survivor = next.emplace_back(member);
-    survivor.set_rank(static_cast<int>(next.size()) - 1);
-  }
-  for (const auto& pending : pendingJoins_) {
-    next.push_back(admit(pending, static_cast<int>(next.size())));
-  }
-  return next;
-}
-
-void JobState::commit(Clock::time_point now, Effects& out) {
-  const bool replacements = epoch() > 0;
-  pb::JournalRecord& record = out.journal.emplace_back();
-  pb::MembershipView& next = *record.mutable_epoch_committed();
-  next.set_epoch(epoch() + 1);
-  for (auto& member : nextMembers()) *next.add_members() = std::move(member);
-  const auto previous = rankOf_;
-  apply(record);
-
-  for (const auto& pending : pendingJoins_) {
-    for (const auto& member : view_.members()) {
-      if (member.process().instance_id() != pending.request.process().instance_id()) continue;
-      out.replies.push_back({pending.waiter, Status::Ok(), joinResponseFor(member, replacements)});
-    }
-  }
-  if (!round_.empty()) {
-    const pb::ReconfigureResponse shared = reconfigureResponse(&previous);
-    for (const auto& [memberId, call] : round_) {
-      pb::ReconfigureResponse response = shared;
-      response.set_rank(rankOf_.at(memberId));
-      out.replies.push_back({call.waiter, Status::Ok(), std::move(response)});
-    }
-  }
-  pendingJoins_.clear();
-  round_.clear();
-  formingSize_ = 0;
-  // Survivors keep their running lease (a hung one is not granted extra time); newcomers start one.
-  for (const auto& member : view_.members()) {
-    leaseExpiry_.try_emplace(member.member_id(), now + lease_);
-  }
-  for (const auto& [id, rank] : previous) {
-    if (!rankOf_.contains(id)) {
-      leaseExpiry_.erase(id);
-      watchToken_.erase(id);
-    }
-  }
-
-  pb::Event& event = out.events.emplace_back();
-  event.set_kind(pb::Event::EPOCH_COMMITTED);
-  event.set_epoch(epoch());
-}
-
-pb::ReconfigureResponse JobState::reconfigureResponse(
-    const std::unordered_map<std::uint64_t, int>* previous) const {
-  pb::ReconfigureResponse response;
-  response.set_epoch(view_.epoch());
-  for (const auto& member : view_.members()) {
-    response.add_member_ids(member.member_id());
-    if (previous == nullptr || !previous->contains(member.member_id())) {
-      *response.add_admitted() = member;
-    }
-  }
-  return response;
-}
-
-pb::JoinResponse JobState::joinResponseFor(const pb::Member& member, bool replacement) const {
-  pb::JoinResponse response;
-  response.set_member_id(member.member_id());
-  response.set_rank(member.rank());
-  response.set_epoch(epoch());
-  response.set_lease_ms(static_cast<std::uint32_t>(lease_.count()));
-  *response.mutable_view() = view_;
-  response.set_replacement(replacement);
-  return response;
 }
 
 // ---- Key-value store ----
@@ -456,41 +115,6 @@ pb::Event JobState::snapshotEvent() const {
 
 // ---- Time ----
 
-std::string JobState::describeMissingJoins() const {
-  std::string text = "job " + jobId_ + ": " + std::to_string(pendingJoins_.size()) + " of " +
-                     std::to_string(formingSize_) + " members joined before the deadline; " +
-                     std::to_string(formingSize_ - static_cast<int>(pendingJoins_.size())) +
-                     " missing";
-  std::vector<bool> claimed(formingSize_, false);
-  bool anyClaimed = false;
-  for (const auto& p : pendingJoins_) {
-    if (p.request.has_desired_rank() && p.request.desired_rank() >= 0) {
-      claimed[p.request.desired_rank()] = anyClaimed = true;
-    }
-  }
-  if (anyClaimed) {
-    text += " (ranks not claimed:";
-    for (int rank = 0; rank < formingSize_; ++rank) {
-      if (!claimed[rank]) text += " " + std::to_string(rank);
-    }
-    text += ")";
-  }
-  return text;
-}
-
-std::string JobState::describeMissingRoundCalls() const {
-  std::string ranks;
-  for (const auto& member : view_.members()) {
-    if (isLive(member.member_id()) && !round_.contains(member.member_id())) {
-      ranks += (ranks.empty() ? "" : " ") + std::to_string(member.rank());
-    }
-  }
-  return "job " + jobId_ + " epoch " + std::to_string(epoch()) +
-         ": reconfiguration not agreed before the deadline; live ranks that never called "
-         "Reconfigure: " +
-         ranks;
-}
-
 void JobState::tick(Clock::time_point now, Effects& out) {
   std::vector<std::uint64_t> expired;
   for (const auto& [memberId, expiry] : leaseExpiry_) {
@@ -504,14 +128,16 @@ void JobState::tick(Clock::time_point now, Effects& out) {
   }
   if (!expired.empty()) maybeCommitRound(now, out);
 
-  const std::string joinTimeout =
-      epoch() == 0 ? describeMissingJoins()
-                   : "job " + jobId_ +
-                         ": not admitted before the deadline; no reconfiguration "
-                         "of epoch " +
-                         std::to_string(epoch()) + " completed";
+  std::string joinTimeout;  // built only when a join has expired: this runs every tick
   std::erase_if(pendingJoins_, [&](const PendingJoin& p) {
     if (p.deadline > now) return false;
+    if (joinTimeout.empty()) {
+      joinTimeout = epoch() == 0 ? describeMissingJoins()
+                                 : "job " + jobId_ +
+                                       ": not admitted before the deadline; no reconfiguration "
+                                       "of epoch " +
+                                       std::to_string(epoch()) + " completed";
+    }
     out.replies.push_back({p.waiter, timeoutError(joinTimeout), {}});
     return true;
   });
@@ -527,7 +153,7 @@ void JobState::tick(Clock::time_point now, Effects& out) {
   kv_.expireWaiters(now, out);
 }
 
-void JobState::cancelWaiter(WaiterId waiter, Clock::time_point now, Effects& out) {
+void JobState::cancelWaiter(WaiterId waiter, Effects& out) {
   const Status why = cancelled("the call was cancelled by its client");
   auto join = std::find_if(pendingJoins_.begin(), pendingJoins_.end(),
                            [&](const PendingJoin& p) { return p.waiter == waiter; });
@@ -543,8 +169,7 @@ void JobState::cancelWaiter(WaiterId waiter, Clock::time_point now, Effects& out
     round_.erase(it);
     return;
   }
-  if (kv_.cancel(waiter, why, out)) return;
-  (void)now;
+  kv_.cancel(waiter, why, out);
 }
 
 void JobState::restartLeases(Clock::time_point now) {

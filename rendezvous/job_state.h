@@ -66,7 +66,7 @@ class JobState {
   // Lease expiry and pending-call deadlines.
   void tick(Clock::time_point now, Effects& out);
   // The pending call went away (client cancelled or deadline): answer it Cancelled.
-  void cancelWaiter(WaiterId waiter, Clock::time_point now, Effects& out);
+  void cancelWaiter(WaiterId waiter, Effects& out);
   // After a server restart: every member gets a full lease from now.
   void restartLeases(Clock::time_point now);
 
@@ -85,7 +85,6 @@ class JobState {
   };
 
   bool isLive(std::uint64_t memberId) const;
-  const pb::Member* findMember(std::uint64_t memberId) const;
   Status checkEpoch(const pb::Caller& caller, const char* operation) const;
   Status joinRunningJob(WaiterId waiter, const pb::JoinRequest& request, Clock::time_point now,
                         Effects& out);

@@ -161,6 +161,19 @@ TEST_CASE("malformed requests get a clear status naming the problem") {
     CHECK(status.error_code() == grpc::StatusCode::ALREADY_EXISTS);
     CHECK_THAT(status.error_message(), Catch::Contains("already member"));
   }
+  SECTION("a watch stream for a member that does not exist") {
+    pb::WatchRequest watch;
+    *watch.mutable_caller() = callerOf(*member, "bad-input");
+    watch.mutable_caller()->set_member_id(999);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 30s);
+    auto reader = raw.stub->Watch(&context, watch);
+    pb::Event event;
+    CHECK_FALSE(reader->Read(&event));
+    auto status = reader->Finish();
+    CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
+    CHECK_THAT(status.error_message(), Catch::Contains("no member 999"));
+  }
   // Whatever happened above, the original member is still served.
   CHECK(member->kvSet("still", "here").ok());
 }

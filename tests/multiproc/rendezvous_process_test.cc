@@ -82,6 +82,36 @@ TEST_CASE("a join that waits past its deadline is told how many members are miss
   CHECK_THAT(*error, Catch::Contains("2 missing"));
 }
 
+TEST_CASE("a process killed while its join is pending is not counted as a member") {
+  RendezvousServerProcess server;
+  auto doomed = startMember(server, "pending", 2);
+  // Wait until its join is at the server: a second, different world size is then refused.
+  std::unique_ptr<LineProcess> probe;
+  for (int i = 0; i < 300; ++i) {
+    probe = startMember(server, "pending", 5, {"--join-timeout-ms", "100"});
+    auto answer = probe->waitFor("ERROR", kPatience);
+    REQUIRE(answer);
+    if (answer->find("forming with world size 2") != std::string::npos) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  doomed->child().signal(SIGKILL);
+  REQUIRE(doomed->child().waitExit(kPatience));
+  // Once the server has dropped the dead join, a probe of another size is no longer refused: it
+  // waits alone and times out (and is gone when its answer arrives).
+  std::string answer;
+  for (int i = 0; i < 300; ++i) {
+    probe = startMember(server, "pending", 5, {"--join-timeout-ms", "100"});
+    answer = probe->waitFor("ERROR", kPatience).value_or("no answer");
+    if (answer.find("forming with world size 2") == std::string::npos) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK_THAT(answer, Catch::Contains("1 of 5 members joined"));
+  // Two fresh members form the job by themselves; the dead join left no seat behind.
+  auto members = formJob(server, "pending", 2);
+  INFO(server.log());
+  for (auto& m : members) CHECK(m->ask("standing", kPatience) == "STANDING OK");
+}
+
 TEST_CASE("a SIGKILLed member is declared failed through its watch stream, not its lease") {
   // A lease far longer than the test's patience: only the stream can explain the detection.
   RendezvousServerProcess server({"--lease-ms", "600000"});
