@@ -13,32 +13,14 @@
 #include <thread>
 
 #include "ftcomm/proto/rendezvous.grpc.pb.h"
+#include "raw_rendezvous.h"
 #include "rendezvous/client.h"
 #include "rendezvous_server_process.h"
 
 using namespace ftcomm::testing;
-namespace pb = ftcomm::rendezvous::v1;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct RawClient {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<pb::Rendezvous::Stub> stub;
-  explicit RawClient(const std::string& address) {
-    grpc::ChannelArguments args;
-    args.SetMaxSendMessageSize(64 << 20);
-    channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-    stub = pb::Rendezvous::NewStub(channel);
-  }
-  template <typename Request, typename Response, typename Rpc>
-  grpc::Status call(Rpc rpc, const Request& request, Response* response) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + 30s);
-    context.set_wait_for_ready(true);
-    return (stub.get()->*rpc)(&context, request, response);
-  }
-};
 
 std::unique_ptr<ftcomm::rendezvous::RendezvousClient> soloMember(const std::string& address,
                                                                  const std::string& job) {
@@ -64,12 +46,6 @@ pb::Caller callerOf(const ftcomm::rendezvous::RendezvousClient& client, const st
   return caller;
 }
 
-std::string hostName() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
-
 void sendGarbage(int port, const std::string& bytes) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
@@ -88,7 +64,7 @@ void sendGarbage(int port, const std::string& bytes) {
 
 TEST_CASE("malformed requests get a clear status naming the problem") {
   RendezvousServerProcess server;
-  RawClient raw(server.address());
+  RawRendezvous raw(server.address());
   auto member = soloMember(server.address(), "bad-input");
 
   pb::JoinResponse joinResponse;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "child_process.h"
+#include "raw_rendezvous.h"
 #include "rendezvous_server_process.h"
 
 using namespace ftcomm::testing;
@@ -84,28 +85,34 @@ TEST_CASE("a join that waits past its deadline is told how many members are miss
 
 TEST_CASE("a process killed while its join is pending is not counted as a member") {
   RendezvousServerProcess server;
+  RawRendezvous raw(server.address());
   auto doomed = startMember(server, "pending", 2);
-  // Wait until its join is at the server: a second, different world size is then refused.
-  std::unique_ptr<LineProcess> probe;
-  for (int i = 0; i < 300; ++i) {
-    probe = startMember(server, "pending", 5, {"--join-timeout-ms", "100"});
-    auto answer = probe->waitFor("ERROR", kPatience);
-    REQUIRE(answer);
-    if (answer->find("forming with world size 2") != std::string::npos) break;
-    std::this_thread::sleep_for(20ms);
+  // A probe claiming the doomed process's host:pid: ALREADY_EXISTS while its join is pending,
+  // INVALID_ARGUMENT (world size 0) otherwise. The probe itself never becomes a pending join.
+  auto doomedJoinPending = [&] {
+    pb::JoinRequest probe;
+    probe.set_job_id("pending");
+    probe.set_timeout_ms(1000);
+    probe.mutable_process()->set_host(hostName());
+    probe.mutable_process()->set_pid(static_cast<std::uint32_t>(doomed->child().pid()));
+    probe.mutable_process()->set_instance_id("probe");
+    pb::JoinResponse ignored;
+    return raw.call(&pb::Rendezvous::Stub::Join, probe, &ignored).error_code() ==
+           grpc::StatusCode::ALREADY_EXISTS;
+  };
+  bool pending = false;
+  for (int i = 0; i < 1500 && !pending; ++i) {
+    pending = doomedJoinPending();
+    if (!pending) std::this_thread::sleep_for(20ms);
   }
+  REQUIRE(pending);
   doomed->child().signal(SIGKILL);
   REQUIRE(doomed->child().waitExit(kPatience));
-  // Once the server has dropped the dead join, a probe of another size is no longer refused: it
-  // waits alone and times out (and is gone when its answer arrives).
-  std::string answer;
-  for (int i = 0; i < 300; ++i) {
-    probe = startMember(server, "pending", 5, {"--join-timeout-ms", "100"});
-    answer = probe->waitFor("ERROR", kPatience).value_or("no answer");
-    if (answer.find("forming with world size 2") == std::string::npos) break;
-    std::this_thread::sleep_for(20ms);
+  for (int i = 0; i < 1500 && pending; ++i) {
+    pending = doomedJoinPending();
+    if (pending) std::this_thread::sleep_for(20ms);
   }
-  CHECK_THAT(answer, Catch::Contains("1 of 5 members joined"));
+  REQUIRE_FALSE(pending);
   // Two fresh members form the job by themselves; the dead join left no seat behind.
   auto members = formJob(server, "pending", 2);
   INFO(server.log());
