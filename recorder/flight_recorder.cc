@@ -1,0 +1,181 @@
+#include "recorder/flight_recorder.h"
+
+#include <semaphore.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "recorder/dump_file.h"
+
+namespace ftcomm::recorder {
+
+namespace {
+
+std::int64_t wallNs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+std::size_t capacityFromEnvironment() {
+  const char* text = std::getenv("FTCOMM_FR_CAPACITY");
+  if (text == nullptr || *text == '\0') return FlightRecorder::kDefaultCapacity;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0' || value < 1 || value > (1u << 24)) {
+    std::cerr << "ftcomm: FTCOMM_FR_CAPACITY='" << text << "' is not a count in 1.." << (1u << 24)
+              << "; using " << FlightRecorder::kDefaultCapacity << std::endl;
+    return FlightRecorder::kDefaultCapacity;
+  }
+  return static_cast<std::size_t>(value);
+}
+
+// SIGUSR1: the handler may only do async-signal-safe things, so it posts a semaphore and a
+// thread of the recorder writes the dump.
+sem_t signalDumpRequests;
+std::atomic<bool> signalDumpEnabled{false};
+
+void onSignalDumpRequest(int) {
+  ::sem_post(&signalDumpRequests);
+}
+
+}  // namespace
+
+FlightRecorder::FlightRecorder(std::size_t capacity) : slots_(capacity == 0 ? 1 : capacity) {}
+
+FlightRecorder& FlightRecorder::process() {
+  // Never destroyed: entries may be recorded from threads that outlive static destruction.
+  static FlightRecorder* recorder = [] {
+    auto* r = new FlightRecorder(capacityFromEnvironment());
+    if (const char* dir = std::getenv("FTCOMM_FR_DIR"); dir != nullptr && *dir != '\0') {
+      r->setDumpDirectory(dir);
+    }
+    return r;
+  }();
+  return *recorder;
+}
+
+std::shared_ptr<OpProgress> FlightRecorder::record(const OpDescriptor& op) {
+  auto progress = std::make_shared<OpProgress>();
+  std::lock_guard lock(ringMu_);
+  const std::uint64_t id = nextRecordId_++;
+  Slot& slot = slots_[(id - 1) % slots_.size()];
+  slot.recordId = id;
+  slot.op = op;
+  slot.progress = progress;
+  return progress;
+}
+
+void FlightRecorder::setIdentity(ProcessIdentity identity) {
+  std::lock_guard lock(infoMu_);
+  identity_ = std::move(identity);
+}
+
+void FlightRecorder::upsertCommunicator(const pb::Communicator& communicator) {
+  std::lock_guard lock(infoMu_);
+  communicators_[communicator.comm_id()] = communicator;
+}
+
+void FlightRecorder::setDumpDirectory(std::filesystem::path dir) {
+  std::lock_guard lock(infoMu_);
+  dumpDir_ = std::move(dir);
+}
+
+std::uint64_t FlightRecorder::dropped() const {
+  std::lock_guard lock(ringMu_);
+  const std::uint64_t recorded = nextRecordId_ - 1;
+  return recorded > slots_.size() ? recorded - slots_.size() : 0;
+}
+
+pb::Dump FlightRecorder::snapshot(const std::string& reason) const {
+  pb::Dump dump;
+  dump.set_format_version(kDumpFormatVersion);
+  dump.set_reason(reason);
+  dump.set_host(hostName());
+  dump.set_pid(static_cast<std::int32_t>(::getpid()));
+  dump.set_library_version(FTCOMM_VERSION);
+  dump.set_wall_time_ns(wallNs());
+  dump.set_monotonic_at_dump_ns(monotonicNs());
+  {
+    std::lock_guard lock(infoMu_);
+    dump.set_job(identity_.job);
+    dump.set_rank(identity_.rank);
+    dump.set_world_size(identity_.worldSize);
+    dump.set_epoch(identity_.epoch);
+    for (const auto& [id, communicator] : communicators_) *dump.add_communicators() = communicator;
+  }
+  // Copy the ring under its lock (descriptors and shared pointers only), format outside it.
+  std::vector<Slot> copy;
+  {
+    std::lock_guard lock(ringMu_);
+    const std::uint64_t recorded = nextRecordId_ - 1;
+    const std::uint64_t first = recorded > slots_.size() ? recorded - slots_.size() + 1 : 1;
+    copy.reserve(static_cast<std::size_t>(recorded - first + 1));
+    for (std::uint64_t id = first; id <= recorded; ++id)
+      copy.push_back(slots_[(id - 1) % slots_.size()]);
+    dump.set_capacity(static_cast<std::uint32_t>(slots_.size()));
+    dump.set_dropped_entries(first - 1);
+  }
+  for (const Slot& slot : copy) {
+    pb::Entry* entry = dump.add_entries();
+    entry->set_record_id(slot.recordId);
+    entry->set_comm_id(slot.op.commId);
+    entry->set_epoch(slot.op.epoch);
+    entry->set_seq(slot.op.seq);
+    entry->set_op(slot.op.op);
+    entry->set_dtype(slot.op.dtype);
+    entry->set_count_in(slot.op.countIn);
+    entry->set_count_out(slot.op.countOut);
+    entry->set_root(slot.op.root);
+    entry->set_peer(slot.op.peer);
+    entry->set_tag(slot.op.tag);
+    entry->set_reduce_op(slot.op.reduceOp);
+    entry->set_algorithm(slot.op.algorithm);
+    slot.progress->copyTo(*entry);
+  }
+  return dump;
+}
+
+Result<std::filesystem::path> FlightRecorder::dump(const std::string& reason) const {
+  std::filesystem::path dir;
+  {
+    std::lock_guard lock(infoMu_);
+    dir = dumpDir_;
+  }
+  return writeDumpFile(snapshot(reason), dir);
+}
+
+Status FlightRecorder::enableSignalDump() {
+  if (this != &process()) return failedPrecondition("only the process recorder dumps on SIGUSR1");
+  bool expected = false;
+  if (!signalDumpEnabled.compare_exchange_strong(expected, true)) return Status::Ok();
+  if (::sem_init(&signalDumpRequests, 0, 0) != 0) return internalError("sem_init failed");
+  std::thread([this] {
+    while (true) {
+      if (::sem_wait(&signalDumpRequests) != 0) continue;  // EINTR
+      auto written = dump("SIGUSR1");
+      std::cerr << "ftcomm: flight recorder dump on SIGUSR1: "
+                << (written.ok() ? written->string() : written.status().toString()) << std::endl;
+    }
+  }).detach();
+  struct sigaction action {};
+  action.sa_handler = onSignalDumpRequest;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  if (::sigaction(SIGUSR1, &action, nullptr) != 0)
+    return internalError("sigaction(SIGUSR1) failed");
+  return Status::Ok();
+}
+
+}  // namespace ftcomm::recorder

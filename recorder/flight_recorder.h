@@ -1,0 +1,95 @@
+// The flight recorder: one bounded ring of operation entries per process, always on. The
+// communicator facade records every operation it schedules (backends never do), keeps the
+// returned OpProgress with the operation and marks it started / completed / failed. A dump
+// writes the ring, the process identity and the communicator tree to one file per rank.
+//
+// When the ring is full the oldest entry is overwritten and counted in dropped().
+//
+// Thread-safety: every method may be called from any thread. record() and dumps share one short
+// mutex over the ring; the progress thread never takes it (it only touches OpProgress).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ftcomm/status.h"
+#include "recorder/op_progress.h"
+
+namespace ftcomm::recorder {
+
+// What the facade knows of an operation when it schedules it.
+struct OpDescriptor {
+  std::uint64_t commId = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t seq = 0;
+  pb::OpType op = pb::OP_UNSPECIFIED;
+  pb::DataType dtype = pb::DTYPE_UNSPECIFIED;
+  std::uint64_t countIn = 0;
+  std::uint64_t countOut = 0;
+  std::int32_t root = -1;
+  std::int32_t peer = -1;
+  std::int32_t tag = 0;
+  pb::ReduceOp reduceOp = pb::REDUCE_OP_UNSPECIFIED;
+  const char* algorithm = "";  // must have static storage (algorithms are named by literals)
+};
+
+// Who this process is, for the dump's header.
+struct ProcessIdentity {
+  std::string job = "ftcomm";
+  std::int32_t rank = 0;
+  std::int32_t worldSize = 1;
+  std::uint64_t epoch = 0;
+};
+
+class FlightRecorder {
+ public:
+  static constexpr std::size_t kDefaultCapacity = 4096;
+
+  explicit FlightRecorder(std::size_t capacity = kDefaultCapacity);
+
+  // The process's recorder: capacity from FTCOMM_FR_CAPACITY, dumps to FTCOMM_FR_DIR
+  // (default ./ftcomm-fr).
+  static FlightRecorder& process();
+
+  std::shared_ptr<OpProgress> record(const OpDescriptor& op);
+
+  void setIdentity(ProcessIdentity identity);
+  // Adds or replaces a communicator of the tree written into dumps.
+  void upsertCommunicator(const pb::Communicator& communicator);
+  void setDumpDirectory(std::filesystem::path dir);
+
+  std::size_t capacity() const { return slots_.size(); }
+  std::uint64_t dropped() const;
+
+  // The dump as it would be written now.
+  pb::Dump snapshot(const std::string& reason) const;
+  // Writes <dir>/<job>.<rank>.ftfr (earlier dumps of the rank are kept, numbered).
+  Result<std::filesystem::path> dump(const std::string& reason) const;
+
+  // Dumps on SIGUSR1: the handler only posts a semaphore; a thread of the recorder writes the
+  // dump. Idempotent; only the process() recorder may enable it.
+  Status enableSignalDump();
+
+ private:
+  struct Slot {
+    std::uint64_t recordId = 0;  // 0: empty
+    OpDescriptor op;
+    std::shared_ptr<OpProgress> progress;
+  };
+
+  mutable std::mutex ringMu_;
+  std::vector<Slot> slots_;
+  std::uint64_t nextRecordId_ = 1;
+
+  mutable std::mutex infoMu_;
+  ProcessIdentity identity_;
+  std::map<std::uint64_t, pb::Communicator> communicators_;
+  std::filesystem::path dumpDir_ = "ftcomm-fr";
+};
+
+}  // namespace ftcomm::recorder

@@ -1,0 +1,193 @@
+// The in-process flight recorder: the ring, state changes, dump files and SIGUSR1.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "recorder/dump_file.h"
+#include "recorder/flight_recorder.h"
+
+using namespace ftcomm::recorder;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char pattern[] = "/tmp/ftcomm-fr-XXXXXX";
+    path = ::mkdtemp(pattern);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+OpDescriptor allreduce(std::uint64_t seq) {
+  OpDescriptor op;
+  op.commId = 1;
+  op.epoch = 1;
+  op.seq = seq;
+  op.op = pb::ALL_REDUCE;
+  op.dtype = pb::FLOAT32;
+  op.countIn = op.countOut = 256;
+  op.reduceOp = pb::SUM;
+  op.algorithm = "ring";
+  return op;
+}
+
+}  // namespace
+
+TEST_CASE("the ring keeps the newest entries, oldest first, and counts what it dropped") {
+  FlightRecorder recorder(4);
+  for (std::uint64_t seq = 1; seq <= 6; ++seq) recorder.record(allreduce(seq))->markCompleted();
+  CHECK(recorder.dropped() == 2);
+  pb::Dump dump = recorder.snapshot("test");
+  REQUIRE(dump.entries_size() == 4);
+  CHECK(dump.entries(0).seq() == 3);
+  CHECK(dump.entries(3).seq() == 6);
+  CHECK(dump.dropped_entries() == 2);
+  CHECK(dump.capacity() == 4);
+  CHECK(dump.entries(0).algorithm() == "ring");
+  CHECK(dump.entries(0).reduce_op() == pb::SUM);
+}
+
+TEST_CASE("each state change has its own timestamp and the first terminal state wins") {
+  FlightRecorder recorder(8);
+  auto progress = recorder.record(allreduce(1));
+  CHECK(progress->state() == pb::SCHEDULED);
+  progress->markStarted();
+  // Completion comes from another thread, as from a progress thread.
+  std::thread([&] { progress->markCompleted(); }).join();
+  progress->markFailed("too late");
+  pb::Dump dump = recorder.snapshot("test");
+  const pb::Entry& e = dump.entries(0);
+  CHECK(e.state() == pb::COMPLETED);
+  CHECK(e.error().empty());
+  CHECK(e.scheduled_ns() > 0);
+  CHECK(e.started_ns() >= e.scheduled_ns());
+  CHECK(e.ended_ns() >= e.started_ns());
+
+  auto failing = recorder.record(allreduce(2));
+  failing->markFailed("PeerFailed: rank 3 died");
+  failing->markCompleted();
+  dump = recorder.snapshot("test");
+  CHECK(dump.entries(1).state() == pb::FAILED);
+  CHECK(dump.entries(1).error() == "PeerFailed: rank 3 died");
+  CHECK(dump.entries(1).started_ns() == 0);  // failed before it started
+}
+
+TEST_CASE("a dump is self-describing and round-trips through its file") {
+  TempDir dir;
+  FlightRecorder recorder(16);
+  recorder.setIdentity({"job-a", 3, 8, 2});
+  pb::Communicator world;
+  world.set_comm_id(1);
+  world.set_name("world");
+  world.set_epoch(2);
+  world.set_rank(3);
+  for (int r : {0, 1, 2, 3, 5, 6, 7}) world.add_world_ranks(r);
+  recorder.upsertCommunicator(world);
+  recorder.setDumpDirectory(dir.path);
+  recorder.record(allreduce(1))->markStarted();
+  auto written = recorder.dump("operation timeout");
+  REQUIRE(written.ok());
+  CHECK(written->filename() == "job-a.3.ftfr");
+  auto dump = readDumpFile(*written);
+  REQUIRE(dump.ok());
+  CHECK(dump->format_version() == 1);
+  CHECK(dump->job() == "job-a");
+  CHECK(dump->rank() == 3);
+  CHECK(dump->world_size() == 8);
+  CHECK(dump->epoch() == 2);
+  CHECK(dump->reason() == "operation timeout");
+  CHECK(dump->pid() == ::getpid());
+  CHECK_FALSE(dump->host().empty());
+  CHECK_FALSE(dump->library_version().empty());
+  CHECK(dump->wall_time_ns() > 0);
+  REQUIRE(dump->communicators_size() == 1);
+  CHECK(dump->communicators(0).world_ranks_size() == 7);
+  REQUIRE(dump->entries_size() == 1);
+  CHECK(dump->entries(0).state() == pb::STARTED);
+}
+
+TEST_CASE(
+    "a later dump of the same rank keeps the earlier ones, numbered, and leaves no temp file") {
+  TempDir dir;
+  FlightRecorder recorder(4);
+  recorder.setIdentity({"job-b", 0, 2, 1});
+  recorder.setDumpDirectory(dir.path);
+  for (int i = 0; i < kKeptEarlierDumps + 3; ++i) {
+    REQUIRE(recorder.dump("dump " + std::to_string(i)).ok());
+  }
+  auto latest = readDumpFile(dir.path / "job-b.0.ftfr");
+  REQUIRE(latest.ok());
+  CHECK(latest->reason() == "dump " + std::to_string(kKeptEarlierDumps + 2));
+  auto previous = readDumpFile(dir.path / "job-b.0.ftfr.1");
+  REQUIRE(previous.ok());
+  CHECK(previous->reason() == "dump " + std::to_string(kKeptEarlierDumps + 1));
+  CHECK(std::filesystem::exists(dir.path / ("job-b.0.ftfr." + std::to_string(kKeptEarlierDumps))));
+  CHECK_FALSE(std::filesystem::exists(dir.path /
+                                      ("job-b.0.ftfr." + std::to_string(kKeptEarlierDumps + 1))));
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    CHECK(entry.path().string().find(".tmp") == std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "corrupt, truncated, wrong-version and foreign files are refused with a message naming them") {
+  TempDir dir;
+  FlightRecorder recorder(4);
+  recorder.setIdentity({"job-c", 0, 1, 1});
+  recorder.setDumpDirectory(dir.path);
+  recorder.record(allreduce(1));
+  auto written = recorder.dump("test");
+  REQUIRE(written.ok());
+  std::string good;
+  {
+    std::ifstream in(*written, std::ios::binary);
+    good.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto writeVariant = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir.path / name, std::ios::binary) << bytes;
+    return readDumpFile(dir.path / name);
+  };
+  auto truncated = writeVariant("truncated.ftfr", good.substr(0, good.size() - 5));
+  REQUIRE_FALSE(truncated.ok());
+  CHECK_THAT(truncated.status().message(), Catch::Contains("truncated.ftfr"));
+  CHECK_THAT(truncated.status().message(), Catch::Contains("truncated or corrupt"));
+
+  std::string flipped = good;
+  flipped[flipped.size() - 3] ^= 0x55;
+  CHECK_THAT(writeVariant("flipped.ftfr", flipped).status().message(), Catch::Contains("corrupt"));
+
+  std::string future = good;
+  future[8] = 9;
+  CHECK_THAT(writeVariant("future.ftfr", future).status().message(),
+             Catch::Contains("format version 9"));
+
+  CHECK_THAT(writeVariant("foreign.ftfr", "{\"json\": true}").status().message(),
+             Catch::Contains("not an ftcomm flight-recorder dump"));
+  CHECK_THAT(writeVariant("header-only.ftfr", good.substr(0, 10)).status().message(),
+             Catch::Contains("truncated inside its header"));
+  CHECK_FALSE(readDumpFile(dir.path / "missing.ftfr").ok());
+}
+
+TEST_CASE("SIGUSR1 makes a live process write a dump from a recorder thread") {
+  TempDir dir;
+  FlightRecorder& recorder = FlightRecorder::process();
+  recorder.setIdentity({"signal-job", 5, 6, 1});
+  recorder.setDumpDirectory(dir.path);
+  recorder.record(allreduce(1))->markStarted();
+  REQUIRE(recorder.enableSignalDump().ok());
+  REQUIRE(::raise(SIGUSR1) == 0);
+  const auto path = dir.path / "signal-job.5.ftfr";
+  for (int i = 0; i < 1000 && !std::filesystem::exists(path); ++i)
+    std::this_thread::sleep_for(10ms);
+  auto dump = readDumpFile(path);
+  REQUIRE(dump.ok());
+  CHECK(dump->reason() == "SIGUSR1");
+  CHECK(dump->entries_size() >= 1);
+}
