@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -251,4 +252,71 @@ TEST_CASE(
   auto member = startMember(server, "secure-job", 1, {"--token", "s3cr3t-t0ken"});
   REQUIRE(member->waitFor("JOINED", kPatience));
   CHECK_THAT(server.log(), !Catch::Contains("s3cr3t"));
+}
+
+TEST_CASE("a server restart in the middle of an agreement round loses nothing: callers retry") {
+  RendezvousServerProcess server({"--lease-ms", "2000"});
+  auto members = formJob(server, "restart-round", 3);
+  for (auto& m : members) REQUIRE(m->waitFor("EVENT kind=SNAPSHOT", kPatience));
+  // Two members are waiting in Reconfigure when the server dies; the round is in no journal.
+  members[0]->child().writeLine("reconfigure 30000");
+  members[1]->child().writeLine("reconfigure 30000");
+  std::this_thread::sleep_for(300ms);
+  server.restart();
+  members[2]->child().writeLine("reconfigure 30000");
+  for (auto& m : members) {
+    auto answer = m->waitFor("> ", kPatience);
+    INFO(m->transcript() << server.log());
+    REQUIRE(answer);
+    CHECK_THAT(*answer, Catch::StartsWith("> EPOCH epoch=2"));
+    CHECK(field(*answer, "size") == "3");
+  }
+}
+
+TEST_CASE(
+    "a server restart while members are still joining: their joins are retried and the job forms") {
+  RendezvousServerProcess server;
+  auto first = startMember(server, "restart-join", 3);
+  auto second = startMember(server, "restart-join", 3);
+  std::this_thread::sleep_for(300ms);
+  server.restart();
+  auto third = startMember(server, "restart-join", 3);
+  std::set<std::string> views;
+  for (auto* m : {first.get(), second.get(), third.get()}) {
+    auto joined = m->waitFor("JOINED", kPatience);
+    INFO(m->transcript() << server.log());
+    REQUIRE(joined);
+    CHECK(field(*joined, "epoch") == "1");
+    CHECK(field(*joined, "size") == "3");
+    views.insert(field(*joined, "members"));
+  }
+  CHECK(views.size() == 1);
+}
+
+TEST_CASE("eight oversubscribed members lose two at once and the six survivors agree") {
+  RendezvousServerProcess server;
+  auto members = formJob(server, "eight", 8);
+  for (auto& m : members) REQUIRE(m->waitFor("EVENT kind=SNAPSHOT", kPatience));
+  members[0]->child().signal(SIGKILL);  // rank 0 is no special rank
+  members[5]->child().signal(SIGKILL);
+  for (int rank : {1, 2, 3, 4, 6, 7}) {
+    REQUIRE(members[rank]->waitFor("EVENT kind=MEMBER_FAILED", kPatience));
+    REQUIRE(members[rank]->waitFor("EVENT kind=MEMBER_FAILED", kPatience));
+  }
+  for (int rank : {1, 2, 3, 4, 6, 7}) members[rank]->child().writeLine("reconfigure 30000");
+  std::set<std::string> views;
+  std::map<int, std::string> newRank;  // old rank -> new rank
+  for (int rank : {1, 2, 3, 4, 6, 7}) {
+    auto answer = members[rank]->waitFor("> EPOCH", kPatience);
+    INFO(members[rank]->transcript() << server.log());
+    REQUIRE(answer);
+    CHECK(field(*answer, "epoch") == "2");
+    CHECK(field(*answer, "size") == "6");
+    views.insert(field(*answer, "members"));
+    newRank[rank] = field(*answer, "rank");
+  }
+  CHECK(views.size() == 1);
+  // Survivors keep their relative order, renumbered contiguously.
+  CHECK(newRank ==
+        std::map<int, std::string>{{1, "0"}, {2, "1"}, {3, "2"}, {4, "3"}, {6, "4"}, {7, "5"}});
 }
