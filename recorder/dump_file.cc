@@ -9,22 +9,14 @@
 #include <fstream>
 #include <iterator>
 
+#include "ftcomm/detail/little_endian.h"
+
 namespace ftcomm::recorder {
 
 namespace {
 
 constexpr char kMagic[8] = {'F', 'T', 'C', 'O', 'M', 'M', 'F', 'R'};
 constexpr std::size_t kHeaderBytes = 16;  // magic, version, CRC-32
-
-void putU32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-std::uint32_t getU32(const char* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  return v;
-}
 
 std::uint32_t crcOf(const std::string& bytes, std::size_t offset) {
   return static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + offset),
@@ -57,10 +49,11 @@ Result<std::filesystem::path> writeDumpFile(const pb::Dump& dump,
   const auto path = dumpPath(dir, dump.job(), dump.rank());
 
   std::string bytes(kMagic, sizeof kMagic);
-  putU32(bytes, kDumpFormatVersion);
+  detail::appendU32(bytes, kDumpFormatVersion);
   const std::string payload = dump.SerializeAsString();
-  putU32(bytes, static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(payload.data()),
-                                                 static_cast<uInt>(payload.size()))));
+  detail::appendU32(
+      bytes, static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(payload.data()),
+                                              static_cast<uInt>(payload.size()))));
   bytes += payload;
 
   const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
@@ -106,12 +99,12 @@ Result<pb::Dump> readDumpFile(const std::filesystem::path& path) {
     return invalidArgument(name + "not an ftcomm flight-recorder dump (no FTCOMMFR header)");
   }
   if (bytes.size() < kHeaderBytes) return invalidArgument(name + "truncated inside its header");
-  const std::uint32_t version = getU32(bytes.data() + 8);
+  const std::uint32_t version = detail::readU32(bytes.data() + 8);
   if (version != kDumpFormatVersion) {
     return invalidArgument(name + "dump format version " + std::to_string(version) +
                            "; this ftcomm-fr reads version " + std::to_string(kDumpFormatVersion));
   }
-  if (crcOf(bytes, kHeaderBytes) != getU32(bytes.data() + 12)) {
+  if (crcOf(bytes, kHeaderBytes) != detail::readU32(bytes.data() + 12)) {
     return invalidArgument(name + "truncated or corrupt (checksum mismatch over " +
                            std::to_string(bytes.size() - kHeaderBytes) + " payload bytes)");
   }

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "ftcomm/detail/little_endian.h"
+
 namespace ftcomm::rendezvous {
 
 namespace {
@@ -29,22 +31,12 @@ std::uint32_t crcOf(const std::string& payload) {
       crc32(0L, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size())));
 }
 
-void putU32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-std::uint32_t getU32(const char* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  return v;
-}
-
 std::string encode(const std::vector<pb::JournalRecord>& records) {
   std::string out;
   for (const auto& record : records) {
     std::string payload = record.SerializeAsString();
-    putU32(out, static_cast<std::uint32_t>(payload.size()));
-    putU32(out, crcOf(payload));
+    detail::appendU32(out, static_cast<std::uint32_t>(payload.size()));
+    detail::appendU32(out, crcOf(payload));
     out += payload;
   }
   return out;
@@ -83,8 +75,8 @@ Result<JournalContents> JobJournal::read(const std::filesystem::path& path) {
   std::size_t pos = kHeaderBytes;
   while (pos < data.size()) {
     if (data.size() - pos < 8) break;
-    const std::uint32_t length = getU32(data.data() + pos);
-    const std::uint32_t crc = getU32(data.data() + pos + 4);
+    const std::uint32_t length = detail::readU32(data.data() + pos);
+    const std::uint32_t crc = detail::readU32(data.data() + pos + 4);
     if (length > kMaxRecordBytes || data.size() - pos - 8 < length) break;
     std::string payload = data.substr(pos + 8, length);
     pb::JournalRecord record;

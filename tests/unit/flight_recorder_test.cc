@@ -10,20 +10,13 @@
 
 #include "recorder/dump_file.h"
 #include "recorder/flight_recorder.h"
+#include "temp_dir.h"
 
 using namespace ftcomm::recorder;
+using ftcomm::testing::TempDir;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char pattern[] = "/tmp/ftcomm-fr-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 OpDescriptor allreduce(std::uint64_t seq) {
   OpDescriptor op;
@@ -80,7 +73,7 @@ TEST_CASE("each state change has its own timestamp and the first terminal state 
 }
 
 TEST_CASE("a dump is self-describing and round-trips through its file") {
-  TempDir dir;
+  TempDir dir("ftcomm-fr");
   FlightRecorder recorder(16);
   recorder.setIdentity({"job-a", 3, 8, 2});
   pb::Communicator world;
@@ -115,7 +108,7 @@ TEST_CASE("a dump is self-describing and round-trips through its file") {
 
 TEST_CASE(
     "a later dump of the same rank keeps the earlier ones, numbered, and leaves no temp file") {
-  TempDir dir;
+  TempDir dir("ftcomm-fr");
   FlightRecorder recorder(4);
   recorder.setIdentity({"job-b", 0, 2, 1});
   recorder.setDumpDirectory(dir.path);
@@ -138,7 +131,7 @@ TEST_CASE(
 
 TEST_CASE(
     "corrupt, truncated, wrong-version and foreign files are refused with a message naming them") {
-  TempDir dir;
+  TempDir dir("ftcomm-fr");
   FlightRecorder recorder(4);
   recorder.setIdentity({"job-c", 0, 1, 1});
   recorder.setDumpDirectory(dir.path);
@@ -176,7 +169,7 @@ TEST_CASE(
 }
 
 TEST_CASE("SIGUSR1 makes a live process write a dump from a recorder thread") {
-  TempDir dir;
+  TempDir dir("ftcomm-fr");
   FlightRecorder& recorder = FlightRecorder::process();
   recorder.setIdentity({"signal-job", 5, 6, 1});
   recorder.setDumpDirectory(dir.path);

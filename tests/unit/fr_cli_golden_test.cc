@@ -15,6 +15,7 @@
 #include "json_check.h"
 #include "recorder/dump_file.h"
 #include "rendezvous_server_process.h"
+#include "temp_dir.h"
 
 using namespace ftcomm::testing;
 using namespace std::chrono_literals;
@@ -27,12 +28,8 @@ struct Run {
 };
 
 struct Scenario {
-  std::filesystem::path dir;
-  Scenario() {
-    char pattern[] = "/tmp/ftcomm-golden-XXXXXX";
-    dir = ::mkdtemp(pattern);
-  }
-  ~Scenario() { std::filesystem::remove_all(dir); }
+  TempDir scratch{"ftcomm-golden"};
+  const std::filesystem::path& dir = scratch.path;
 
   void write(const fr::Dump& dump) {
     auto written = ftcomm::recorder::writeDumpFile(dump, dir);

@@ -6,19 +6,12 @@
 #include <fstream>
 
 #include "rendezvous/job_journal.h"
+#include "temp_dir.h"
 
 using namespace ftcomm::rendezvous;
+using ftcomm::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char pattern[] = "/tmp/ftcomm-journal-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 pb::JournalRecord kvRecord(const std::string& key, const std::string& value) {
   pb::JournalRecord record;
@@ -30,7 +23,7 @@ pb::JournalRecord kvRecord(const std::string& key, const std::string& value) {
 }  // namespace
 
 TEST_CASE("journal records read back in the order they were appended") {
-  TempDir dir;
+  TempDir dir("ftcomm-journal");
   auto path = JobJournal::pathFor(dir.path, "job");
   {
     auto journal = JobJournal::open(path, 0);
@@ -46,7 +39,7 @@ TEST_CASE("journal records read back in the order they were appended") {
 }
 
 TEST_CASE("a torn last record is dropped and cut off when the journal is reopened") {
-  TempDir dir;
+  TempDir dir("ftcomm-journal");
   auto path = JobJournal::pathFor(dir.path, "job");
   {
     auto journal = JobJournal::open(path, 0);
@@ -71,7 +64,7 @@ TEST_CASE("a torn last record is dropped and cut off when the journal is reopene
 }
 
 TEST_CASE("a flipped byte inside a record is caught by its checksum") {
-  TempDir dir;
+  TempDir dir("ftcomm-journal");
   auto path = JobJournal::pathFor(dir.path, "job");
   {
     auto journal = JobJournal::open(path, 0);
@@ -89,7 +82,7 @@ TEST_CASE("a flipped byte inside a record is caught by its checksum") {
 }
 
 TEST_CASE("a file that is not a journal is refused with a message naming it") {
-  TempDir dir;
+  TempDir dir("ftcomm-journal");
   auto path = dir.path / "foreign.journal";
   std::ofstream(path) << "this is not a journal";
   auto contents = JobJournal::read(path);
@@ -98,7 +91,7 @@ TEST_CASE("a file that is not a journal is refused with a message naming it") {
 }
 
 TEST_CASE("compaction replaces the journal by one snapshot and appends go on after it") {
-  TempDir dir;
+  TempDir dir("ftcomm-journal");
   auto path = JobJournal::pathFor(dir.path, "job");
   auto journal = JobJournal::open(path, 0);
   REQUIRE(journal.ok());
