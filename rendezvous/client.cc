@@ -127,7 +127,10 @@ Status RendezvousClient::invoke(const char* name, Rpc rpc, Request& request, Res
     if (!sleepUnlessStopping(std::min(backoff, remaining))) break;
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
-  if (last.code() == StatusCode::kTimeout && !waitsByDesign) {
+  // gRPC's own deadline (rather than the server's explanation of a wait that ran out) means the
+  // server never answered.
+  if (last.code() == StatusCode::kTimeout &&
+      (!waitsByDesign || last.message() == "Deadline Exceeded")) {
     last = timeoutError("rendezvous server " + options_.address + " did not answer " + name +
                         " in time (unreachable or overloaded)");
   }

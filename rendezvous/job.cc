@@ -31,8 +31,9 @@ Status Job::restore(const JournalContents& contents, Clock::time_point now) {
   std::lock_guard lock(mu_);
   for (const auto& record : contents.records) state_.apply(record);
   state_.restartLeases(now);
-  // Start the journal afresh from one snapshot: it also cuts any torn tail.
-  auto journal = JobJournal::open(*journalPath_, 0);
+  // Keep the journal's intact records (cutting a torn tail) until the snapshot that replaces
+  // them has been renamed into place: a crash in between loses nothing.
+  auto journal = JobJournal::open(*journalPath_, contents.validBytes);
   if (!journal.ok()) return journal.status();
   journal_ = std::move(journal).value();
   return journal_->compact(state_.snapshot());

@@ -69,6 +69,10 @@ Result<JournalContents> JobJournal::read(const std::filesystem::path& path) {
   }
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (data.empty()) return contents;
+  if (data.size() < kHeaderBytes && std::memcmp(data.data(), kMagic, data.size()) == 0) {
+    contents.tornTail = true;  // the process died while creating the file: nothing was in it
+    return contents;
+  }
   if (data.size() < kHeaderBytes || std::memcmp(data.data(), kMagic, kHeaderBytes) != 0) {
     return invalidArgument(path.string() + " is not an ftcomm rendezvous journal (bad magic)");
   }

@@ -132,11 +132,11 @@ void JobState::tick(Clock::time_point now, Effects& out) {
   std::erase_if(pendingJoins_, [&](const PendingJoin& p) {
     if (p.deadline > now) return false;
     if (joinTimeout.empty()) {
-      joinTimeout = epoch() == 0 ? describeMissingJoins()
-                                 : "job " + jobId_ +
-                                       ": not admitted before the deadline; no reconfiguration "
-                                       "of epoch " +
-                                       std::to_string(epoch()) + " completed";
+      joinTimeout = forming() ? describeMissingJoins()
+                              : "job " + jobId_ +
+                                    ": not admitted before the deadline; no reconfiguration "
+                                    "of epoch " +
+                                    std::to_string(epoch()) + " completed";
     }
     out.replies.push_back({p.waiter, timeoutError(joinTimeout), {}});
     return true;
@@ -228,6 +228,9 @@ void JobState::apply(const pb::JournalRecord& record) {
       break;
     case pb::JournalRecord::kKvSet:
       kv_.apply(record.kv_set());
+      break;
+    case pb::JournalRecord::kKvCleared:
+      kv_ = KvStore(jobId_);
       break;
     case pb::JournalRecord::RECORD_NOT_SET:
       break;

@@ -33,6 +33,9 @@ class JobState {
   JobState(std::string jobId, std::chrono::milliseconds lease);
 
   const std::string& jobId() const { return jobId_; }
+  // True while the job has no live members: joins form an epoch from scratch (the first one, or
+  // a fresh start after every member is gone) instead of waiting as replacements.
+  bool forming() const { return epoch() == 0 || liveCount_ == 0; }
   std::uint64_t epoch() const { return view_.epoch(); }
   const pb::MembershipView& view() const { return view_; }
 
@@ -91,6 +94,8 @@ class JobState {
   void declareFailed(std::uint64_t memberId, const std::string& reason, std::uint64_t reporter,
                      Effects& out);
   void forgetMember(std::uint64_t memberId, const Status& why, Effects& out);
+  // After the last live member went: waiting replacements have nobody left to admit them.
+  void dismissReplacementsIfEmpty(Effects& out);
   void maybeCommitRound(Clock::time_point now, Effects& out);
   void commit(Clock::time_point now, Effects& out);
   std::vector<pb::Member> nextMembers() const;

@@ -44,6 +44,21 @@ void JobState::declareFailed(std::uint64_t memberId, const std::string& reason,
                failedPrecondition("member " + std::to_string(memberId) + " of job " + jobId_ +
                                   " was declared failed (" + reason + ")"),
                out);
+  dismissReplacementsIfEmpty(out);
+}
+
+void JobState::dismissReplacementsIfEmpty(Effects& out) {
+  if (liveCount_ > 0 || epoch() == 0) return;
+  for (const auto& pending : pendingJoins_) {
+    out.replies.push_back(
+        {pending.waiter,
+         failedPrecondition("every member of job " + jobId_ +
+                            " is gone, so nobody can admit a replacement; join again to start "
+                            "the job afresh"),
+         {}});
+  }
+  pendingJoins_.clear();
+  formingSize_ = 0;
 }
 
 void JobState::forgetMember(std::uint64_t memberId, const Status& why, Effects& out) {
@@ -94,6 +109,7 @@ Status JobState::leave(const pb::Caller& caller, Clock::time_point now, Effects&
   emitMemberEvent(pb::Event::MEMBER_LEFT, caller.member_id(), "left the job", 0, out);
   forgetMember(caller.member_id(),
                failedPrecondition("member " + std::to_string(caller.member_id()) + " left"), out);
+  dismissReplacementsIfEmpty(out);
   maybeCommitRound(now, out);
   return Status::Ok();
 }

@@ -67,7 +67,7 @@ Status JobState::join(WaiterId waiter, const pb::JoinRequest& request, Clock::ti
                            " is already waiting to join under another instance id");
     }
   }
-  if (epoch() > 0) return joinRunningJob(waiter, request, now, out);
+  if (!forming()) return joinRunningJob(waiter, request, now, out);
 
   if (request.world_size() < 1 || request.world_size() > kMaxWorldSize) {
     return invalidArgument("join: world_size " + std::to_string(request.world_size()) +
@@ -125,7 +125,7 @@ std::vector<pb::Member> JobState::nextMembers() const {
     *member.mutable_process() = pending.request.process();
     return member;
   };
-  if (epoch() == 0) {
+  if (forming()) {
     // Desired ranks first, then the free ranks in join order.
     std::vector<const PendingJoin*> byRank(pendingJoins_.size(), nullptr);
     for (const auto& p : pendingJoins_) {
@@ -157,7 +157,14 @@ std::vector<pb::Member> JobState::nextMembers() const {
 }
 
 void JobState::commit(Clock::time_point now, Effects& out) {
-  const bool replacements = epoch() > 0;
+  const bool replacements = !forming();
+  if (forming() && epoch() > 0) {
+    // A fresh start of a job whose members are all gone: nothing of the old run carries over.
+    pb::JournalRecord cleared;
+    cleared.set_kv_cleared(true);
+    apply(cleared);
+    out.journal.push_back(std::move(cleared));
+  }
   pb::JournalRecord& record = out.journal.emplace_back();
   pb::MembershipView& next = *record.mutable_epoch_committed();
   next.set_epoch(epoch() + 1);

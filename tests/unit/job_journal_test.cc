@@ -63,6 +63,18 @@ TEST_CASE("a torn last record is dropped and cut off when the journal is reopene
   CHECK_FALSE(again->tornTail);
 }
 
+TEST_CASE("a journal torn inside its magic reads as empty, not as a foreign file") {
+  TempDir dir("ftcomm-journal");
+  auto path = JobJournal::pathFor(dir.path, "job");
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << "FTRJ";
+  auto contents = JobJournal::read(path);
+  REQUIRE(contents.ok());
+  CHECK(contents->records.empty());
+  CHECK(contents->tornTail);
+  CHECK(contents->validBytes == 0);
+}
+
 TEST_CASE("a flipped byte inside a record is caught by its checksum") {
   TempDir dir("ftcomm-journal");
   auto path = JobJournal::pathFor(dir.path, "job");

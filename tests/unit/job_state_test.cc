@@ -512,3 +512,52 @@ TEST_CASE("replaying the journal reproduces the durable state") {
   // The expelled member stays expelled after the restart.
   CHECK(restored.checkMember(ids[1]).code() == ftcomm::StatusCode::kFailedPrecondition);
 }
+
+TEST_CASE("a job whose members are all gone starts afresh on the next join, with an empty store") {
+  Harness h;
+  auto ids = h.form(2);
+  pb::KvSetRequest set;
+  *set.mutable_caller() = h.caller(ids[0]);
+  set.set_key("addr/0");
+  set.set_value("stale");
+  REQUIRE(h.job.kvSet(set, h.effects).ok());
+  h.now += kLease;  // nobody heartbeats: both leases run out
+  h.job.tick(h.now, h.effects);
+  h.take();
+  CHECK(h.job.forming());
+  REQUIRE(h.join(10, 2, "new-a", 501).ok());
+  REQUIRE(h.join(11, 2, "new-b", 502).ok());
+  Effects e = h.take();
+  REQUIRE(e.replies.size() == 2);
+  const auto& first = std::get<pb::JoinResponse>(e.replies[0].body);
+  CHECK(first.epoch() == 2);
+  CHECK_FALSE(first.replacement());
+  CHECK(first.member_id() > ids[1]);
+  CHECK(h.job.view().members(0).process().instance_id() == "new-a");
+  REQUIRE(e.journal.size() == 2);
+  CHECK(e.journal[0].kv_cleared());
+  pb::KvGetRequest get;
+  *get.mutable_caller() = h.caller(first.member_id());
+  get.set_key("addr/0");
+  pb::KvGetResponse got;
+  REQUIRE(h.job.kvGet(get, got).ok());
+  CHECK_FALSE(got.found());
+  // The old members stay fenced.
+  CHECK(h.job.checkMember(ids[0]).code() == ftcomm::StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("replacements waiting when the last member goes are told to join again") {
+  Harness h;
+  auto ids = h.form(1);
+  REQUIRE(h.join(20, 0, "replacement", 777).ok());
+  h.take();
+  REQUIRE(h.job.leave(h.caller(ids[0]), h.now, h.effects).ok());
+  Effects e = h.take();
+  auto told = std::find_if(e.replies.begin(), e.replies.end(),
+                           [](const Reply& r) { return r.waiter == 20; });
+  REQUIRE(told != e.replies.end());
+  CHECK(told->status.code() == ftcomm::StatusCode::kFailedPrecondition);
+  CHECK_THAT(told->status.message(), Catch::Contains("join again"));
+  REQUIRE(h.join(21, 1, "replacement", 777).ok());
+  CHECK(h.job.epoch() == 2);
+}
