@@ -56,8 +56,4 @@ void RendezvousServer::shutdown() {
   }
 }
 
-void RendezvousServer::wait() {
-  if (server_) server_->Wait();
-}
-
 }  // namespace ftcomm::rendezvous

@@ -30,7 +30,6 @@ class RendezvousServer {
   int port() const { return port_; }
   // Stops accepting calls, cancels open ones without declaring anybody failed, and joins threads.
   void shutdown();
-  void wait();
 
  private:
   explicit RendezvousServer(ServerOptions options);
