@@ -9,13 +9,21 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <random>
-#include <thread>
+#include <sys/wait.h>
 
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include "child_process.h"
 #include "ftcomm/proto/rendezvous.grpc.pb.h"
 #include "raw_rendezvous.h"
 #include "rendezvous/client.h"
 #include "rendezvous_server_process.h"
+#include "temp_dir.h"
 
 using namespace ftcomm::testing;
 using namespace std::chrono_literals;
@@ -167,4 +175,35 @@ TEST_CASE("garbage bytes on the port do not stop the server from serving others"
   auto value = member->kvGet("k");
   REQUIRE(value.ok());
   CHECK(value->value_or("") == "v");
+}
+
+TEST_CASE("ftcomm-rendezvous refuses bad flags with a usage message and exit code 2") {
+  TempDir dir("ftcomm-flags");
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), binary("ftcomm-rendezvous"));
+    const auto log = dir.path / "stderr";
+    std::filesystem::remove(log);
+    ChildProcess server(args, log.string());
+    auto status = server.waitExit(30s);
+    REQUIRE(status);
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    return std::make_pair(WIFEXITED(*status) ? WEXITSTATUS(*status) : -1, text.str());
+  };
+  auto [code, text] = run({});
+  CHECK(code == 2);
+  CHECK_THAT(text, Catch::Contains("--listen is required"));
+  std::tie(code, text) = run({"--listen", "127.0.0.1:0", "--lease-ms", "soon"});
+  CHECK(code == 2);
+  CHECK_THAT(text, Catch::Contains("--lease-ms wants a number"));
+  std::tie(code, text) = run({"--listen", "127.0.0.1:0", "--bogus", "1"});
+  CHECK(code == 2);
+  CHECK_THAT(text, Catch::Contains("unknown flag --bogus"));
+  std::tie(code, text) = run({"--listen", "127.0.0.1:0", "--token-file", "/nonexistent/tokens"});
+  CHECK(code == 2);
+  CHECK_THAT(text, Catch::Contains("cannot read token file"));
+  std::tie(code, text) = run({"--listen", "not-an-address:xyz"});
+  CHECK(code == 1);
+  CHECK_THAT(text, Catch::Contains("cannot listen on not-an-address:xyz"));
 }
