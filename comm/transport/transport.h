@@ -1,0 +1,84 @@
+// The transport interface: nonblocking point-to-point messages among the members of one
+// communicator epoch. It is all that collective algorithms see (as Gloo's pair.h and UCC's TLs):
+// an algorithm posts sends and receives by peer rank and tag, then drives progress until its
+// requests are done. UCX (other hosts, or every peer under FTCOMM_TRANSPORT=ucx) implements it
+// now; the shared-memory transport of the performance issue will implement it beside UCX.
+//
+// Matching: a receive names its sender and a MessageTag; messages with the same sender and tag
+// match in the order they were sent. The channel separates communicator epochs (the facade gives
+// each epoch its own), the slot separates operations within one (a collective's sequence number
+// and step, or a point-to-point tag).
+//
+// Failure: the first error seen on a peer (a transport error, or failPeer() from the rendezvous)
+// completes every pending request that involves that peer with PeerFailed, and every later one
+// at once. Nothing waits for a dead peer.
+//
+// Thread-safety: none. One thread drives a transport and reads its requests (the communicator's
+// progress thread).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ftcomm/status.h"
+
+namespace ftcomm::transport {
+
+using Clock = std::chrono::steady_clock;
+
+struct MessageTag {
+  static constexpr std::uint32_t kMaxSlot = (1u << 28) - 1;
+  std::uint16_t channel = 0;
+  std::uint32_t slot = 0;  // at most kMaxSlot
+};
+
+// One nonblocking send or receive. Completed exactly once; the first completion wins.
+class TransportRequest {
+ public:
+  bool done() const { return done_; }
+  // Valid once done(): Ok, or why the request failed.
+  const Status& status() const { return status_; }
+  // Bytes sent, or received into the buffer.
+  std::size_t bytes() const { return bytes_; }
+
+  // For transports.
+  void complete(Status status, std::size_t bytes) {
+    if (done_) return;
+    status_ = std::move(status);
+    bytes_ = bytes;
+    done_ = true;
+  }
+
+ private:
+  bool done_ = false;
+  Status status_;
+  std::size_t bytes_ = 0;
+};
+
+using RequestPtr = std::shared_ptr<TransportRequest>;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Never blocks. A request that cannot start (bad peer, dead peer) comes back already done.
+  virtual RequestPtr send(int peer, MessageTag tag, const void* data, std::size_t bytes) = 0;
+  // A message longer than `capacity` completes the request with Mismatch (truncation).
+  virtual RequestPtr recv(int peer, MessageTag tag, void* data, std::size_t capacity) = 0;
+
+  // Makes progress until some request completed or `deadline` passed; sleeps (does not spin)
+  // while nothing happens.
+  virtual void progressUntil(Clock::time_point deadline) = 0;
+
+  // Ok while the peer is usable; else why not.
+  virtual Status peerStatus(int peer) const = 0;
+  // Declares a peer failed from outside (the rendezvous saw it die).
+  virtual void failPeer(int peer, const Status& why) = 0;
+};
+
+}  // namespace ftcomm::transport

@@ -1,0 +1,244 @@
+#include "transport/ucx/ucx_transport.h"
+
+namespace ftcomm::ucx {
+
+using transport::MessageTag;
+using transport::RequestPtr;
+using transport::TransportRequest;
+
+struct UcxTransport::PendingOp {
+  UcxTransport* owner;  // null once the transport is gone: the op then only cleans up
+  RequestPtr request;
+  int peer;
+  bool receive;
+  std::size_t bytes;  // sent, or the receive's capacity
+  void* ucxRequest = nullptr;
+  ucp_tag_recv_info_t info{};
+  // Seen with UCX 1.13: a receive of a message already waiting in the unexpected queue may
+  // complete inside ucp_tag_recv_nbx, and an immediate completion (NULL) may leave
+  // recv_info.tag_info's length at 0. So operations are posted with NO_IMM_CMPL (completion only
+  // through the callback, length included), and a callback that still runs during the call only
+  // records its result; start() finishes the op once the call returned.
+  bool inCall = false;
+  bool calledBack = false;
+  ucs_status_t calledBackStatus = UCS_OK;
+  std::size_t calledBackBytes = 0;
+};
+
+// UCX calls these from ucp_worker_progress.
+struct OpCallbacks {
+  static void sent(void* request, ucs_status_t status, void* user) {
+    auto* op = static_cast<UcxTransport::PendingOp*>(user);
+    op->ucxRequest = request;
+    done(op, status, op->bytes);
+  }
+  static void received(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                       void* user) {
+    auto* op = static_cast<UcxTransport::PendingOp*>(user);
+    op->ucxRequest = request;
+    done(op, status, info != nullptr ? info->length : 0);
+  }
+  static void done(UcxTransport::PendingOp* op, ucs_status_t status, std::size_t bytes) {
+    if (op->inCall) {
+      op->calledBack = true;
+      op->calledBackStatus = status;
+      op->calledBackBytes = bytes;
+      return;
+    }
+    if (op->owner != nullptr) {
+      op->owner->finish(op, status, bytes);
+      return;
+    }
+    if (op->ucxRequest != nullptr) ucp_request_free(op->ucxRequest);
+    delete op;
+  }
+};
+
+Result<std::unique_ptr<UcxTransport>> UcxTransport::connect(
+    std::shared_ptr<UcxWorker> worker, int rank, const std::vector<std::string>& addresses) {
+  if (addresses.empty() || static_cast<int>(addresses.size()) > kMaxRanks) {
+    return invalidArgument("UCX transport: " + std::to_string(addresses.size()) +
+                           " members; the limit is " + std::to_string(kMaxRanks));
+  }
+  if (rank < 0 || rank >= static_cast<int>(addresses.size())) {
+    return invalidArgument("UCX transport: rank " + std::to_string(rank) + " outside 0.." +
+                           std::to_string(addresses.size() - 1));
+  }
+  if (addresses[static_cast<std::size_t>(rank)] != worker->address()) {
+    return invalidArgument("UCX transport: the address of rank " + std::to_string(rank) +
+                           " is not this process's worker");
+  }
+  std::unique_ptr<UcxTransport> self(new UcxTransport(std::move(worker), rank));
+  self->peers_.resize(addresses.size());
+  for (std::size_t peer = 0; peer < addresses.size(); ++peer) {
+    auto endpoint = self->worker_->endpoint(addresses[peer]);
+    if (!endpoint.ok()) {
+      return Status(endpoint.status().code(), "connecting to rank " + std::to_string(peer) + ": " +
+                                                  endpoint.status().message());
+    }
+    Peer& p = self->peers_[peer];
+    p.endpoint = std::move(endpoint).value();
+    p.failure = p.endpoint->failure();
+    UcxTransport* raw = self.get();
+    const int rankOfPeer = static_cast<int>(peer);
+    p.listenToken = p.endpoint->listen(
+        [raw, rankOfPeer](const Status& why) { raw->failPeer(rankOfPeer, why); });
+  }
+  return self;
+}
+
+UcxTransport::~UcxTransport() {
+  // Stop hearing about endpoint errors first: nothing below may call back into this object.
+  for (Peer& p : peers_) {
+    if (p.endpoint) p.endpoint->unlisten(p.listenToken);
+  }
+  // Orphan the operations in flight: their callbacks then only free them.
+  for (PendingOp* op : pending_) {
+    op->owner = nullptr;
+    op->request->complete(cancelled("the transport was closed"), 0);
+    if (op->receive && op->ucxRequest != nullptr) {
+      ucp_request_cancel(worker_->handle(), op->ucxRequest);
+    }
+  }
+  pending_.clear();
+  // Let cancelled receives report back; sends end when their endpoint flushes or closes.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(200);
+  while (Clock::now() < deadline && worker_->progress()) {
+  }
+}
+
+RequestPtr UcxTransport::refused(Status why) {
+  auto request = std::make_shared<TransportRequest>();
+  request->complete(std::move(why), 0);
+  return request;
+}
+
+Status UcxTransport::checkPeer(int peer, MessageTag tag) const {
+  if (peer < 0 || peer >= size()) {
+    return invalidArgument("peer rank " + std::to_string(peer) + " outside 0.." +
+                           std::to_string(size() - 1));
+  }
+  if (tag.slot > MessageTag::kMaxSlot) {
+    return invalidArgument("message slot " + std::to_string(tag.slot) + " exceeds " +
+                           std::to_string(MessageTag::kMaxSlot));
+  }
+  return peers_[static_cast<std::size_t>(peer)].failure;
+}
+
+std::uint64_t UcxTransport::ucxTag(int sender, MessageTag tag) const {
+  return (std::uint64_t{tag.channel} << 48) |
+         (std::uint64_t(static_cast<std::uint32_t>(sender)) << 28) | tag.slot;
+}
+
+RequestPtr UcxTransport::start(PendingOp* op,
+                               const std::function<void*(ucp_request_param_t&)>& post) {
+  RequestPtr result = op->request;
+  pending_.insert(op);
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.user_data = op;
+  if (op->receive) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+    param.cb.recv = &OpCallbacks::received;
+    param.recv_info.tag_info = &op->info;
+  } else {
+    param.cb.send = &OpCallbacks::sent;
+  }
+  op->inCall = true;
+  void* request = post(param);
+  op->inCall = false;
+  if (op->calledBack) {
+    finish(op, op->calledBackStatus, op->calledBackBytes);  // frees the request it was given
+  } else if (UCS_PTR_IS_ERR(request) || request == nullptr) {
+    // Failed at once (NULL does not come back under NO_IMM_CMPL): UCX calls no callback.
+    op->ucxRequest = nullptr;
+    finish(op, request == nullptr ? UCS_ERR_NO_MESSAGE : UCS_PTR_STATUS(request), 0);
+  } else {
+    op->ucxRequest = request;
+  }
+  return result;
+}
+
+RequestPtr UcxTransport::send(int peer, MessageTag tag, const void* data, std::size_t bytes) {
+  if (Status s = checkPeer(peer, tag); !s.ok()) return refused(std::move(s));
+  auto* op = new PendingOp{this, std::make_shared<TransportRequest>(), peer, false, bytes};
+  ucp_ep_h ep = peers_[static_cast<std::size_t>(peer)].endpoint->handle();
+  const std::uint64_t ucx = ucxTag(rank_, tag);
+  return start(op, [&](ucp_request_param_t& param) {
+    return ucp_tag_send_nbx(ep, data, bytes, ucx, &param);
+  });
+}
+
+RequestPtr UcxTransport::recv(int peer, MessageTag tag, void* data, std::size_t capacity) {
+  if (Status s = checkPeer(peer, tag); !s.ok()) return refused(std::move(s));
+  auto* op = new PendingOp{this, std::make_shared<TransportRequest>(), peer, true, capacity};
+  const std::uint64_t ucx = ucxTag(peer, tag);
+  return start(op, [&](ucp_request_param_t& param) {
+    return ucp_tag_recv_nbx(worker_->handle(), data, capacity, ucx, ~std::uint64_t{0}, &param);
+  });
+}
+
+void UcxTransport::finish(PendingOp* op, ucs_status_t status, std::size_t bytes) {
+  const std::string who = "rank " + std::to_string(op->peer);
+  switch (status) {
+    case UCS_OK:
+      op->request->complete(Status::Ok(), bytes);
+      break;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+      op->request->complete(
+          Status(StatusCode::kMismatch, "a message from " + who + " is longer than the " +
+                                            std::to_string(op->bytes) + "-byte receive buffer"),
+          0);
+      break;
+    case UCS_ERR_CANCELED:
+      op->request->complete(cancelled("cancelled"), 0);
+      break;
+    default:
+      // Every other UCX error on a request means its peer is unreachable.
+      failPeer(op->peer, Status(StatusCode::kPeerFailed, who + ": " + ucs_status_string(status)));
+      op->request->complete(peers_[static_cast<std::size_t>(op->peer)].failure, 0);
+      break;
+  }
+  pending_.erase(op);
+  if (op->ucxRequest != nullptr) ucp_request_free(op->ucxRequest);
+  delete op;
+  ++completions_;
+}
+
+void UcxTransport::progressUntil(transport::Clock::time_point deadline) {
+  const std::uint64_t before = completions_;
+  while (true) {
+    worker_->progress();
+    if (completions_ != before || Clock::now() >= deadline) return;
+    worker_->waitForEvents(deadline);
+  }
+}
+
+Status UcxTransport::peerStatus(int peer) const {
+  if (peer < 0 || peer >= size())
+    return invalidArgument("peer rank " + std::to_string(peer) + " out of range");
+  return peers_[static_cast<std::size_t>(peer)].failure;
+}
+
+void UcxTransport::failPeer(int peer, const Status& why) {
+  if (peer < 0 || peer >= size()) return;
+  Peer& p = peers_[static_cast<std::size_t>(peer)];
+  if (!p.failure.ok()) return;
+  p.failure =
+      Status(StatusCode::kPeerFailed, "rank " + std::to_string(peer) + " failed: " + why.message());
+  // UCX never completes a receive because its sender died: complete ours and cancel theirs. The
+  // cancellation comes back through the callback, which finds the request already done.
+  std::vector<PendingOp*> affected;
+  for (PendingOp* op : pending_) {
+    if (op->peer == peer) affected.push_back(op);
+  }
+  for (PendingOp* op : affected) {
+    op->request->complete(p.failure, 0);
+    ++completions_;
+    if (op->receive && op->ucxRequest != nullptr)
+      ucp_request_cancel(worker_->handle(), op->ucxRequest);
+  }
+}
+
+}  // namespace ftcomm::ucx

@@ -1,0 +1,127 @@
+#include "transport/ucx/ucx_worker.h"
+
+#include <poll.h>
+
+#include <algorithm>
+
+namespace ftcomm::ucx {
+
+Status ucxError(const std::string& what, ucs_status_t status) {
+  return internalError(what + ": " + ucs_status_string(status));
+}
+
+std::uint64_t UcxEndpoint::listen(Listener listener) {
+  const std::uint64_t token = nextToken_++;
+  listeners_[token] = std::move(listener);
+  return token;
+}
+
+void UcxEndpoint::unlisten(std::uint64_t token) {
+  listeners_.erase(token);
+}
+
+void UcxEndpoint::onError(void* arg, ucp_ep_h, ucs_status_t status) {
+  static_cast<UcxEndpoint*>(arg)->fail(Status(
+      StatusCode::kPeerFailed, std::string("UCX endpoint error: ") + ucs_status_string(status)));
+}
+
+void UcxEndpoint::fail(const Status& why) {
+  if (!failure_.ok()) return;
+  failure_ = why;
+  // Listeners may unlisten while being told; walk a copy.
+  auto listeners = listeners_;
+  for (auto& [token, listener] : listeners) listener(why);
+}
+
+Result<std::shared_ptr<UcxWorker>> UcxWorker::create() {
+  std::shared_ptr<UcxWorker> self(new UcxWorker());
+  ucp_config_t* config = nullptr;
+  if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
+    return ucxError("ucp_config_read", s);
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  ucs_status_t s = ucp_init(&params, config, &self->context_);
+  ucp_config_release(config);
+  if (s != UCS_OK) return ucxError("ucp_init", s);
+
+  ucp_worker_params_t workerParams{};
+  workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  workerParams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  if (s = ucp_worker_create(self->context_, &workerParams, &self->worker_); s != UCS_OK) {
+    return ucxError("ucp_worker_create", s);
+  }
+  if (s = ucp_worker_get_efd(self->worker_, &self->eventFd_); s != UCS_OK) {
+    return ucxError("ucp_worker_get_efd", s);
+  }
+  ucp_address_t* address = nullptr;
+  std::size_t length = 0;
+  if (s = ucp_worker_get_address(self->worker_, &address, &length); s != UCS_OK) {
+    return ucxError("ucp_worker_get_address", s);
+  }
+  self->address_.assign(reinterpret_cast<const char*>(address), length);
+  ucp_worker_release_address(self->worker_, address);
+  return self;
+}
+
+UcxWorker::~UcxWorker() {
+  if (worker_ != nullptr) {
+    std::vector<void*> closing;
+    for (auto& [address, endpoint] : endpoints_) {
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      // A failed endpoint cannot flush; a live one gets a short, bounded chance to.
+      param.flags = endpoint->failure().ok() && !endpoint->self_ ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+      void* request = ucp_ep_close_nbx(endpoint->ep_, &param);
+      if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    for (void* request : closing) {
+      while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < deadline) {
+        ucp_worker_progress(worker_);
+      }
+      ucp_request_free(request);
+    }
+    ucp_worker_destroy(worker_);
+  }
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+Result<std::shared_ptr<UcxEndpoint>> UcxWorker::endpoint(const std::string& address) {
+  if (auto it = endpoints_.find(address); it != endpoints_.end()) return it->second;
+  auto endpoint = std::make_shared<UcxEndpoint>();
+  endpoint->self_ = address == address_;
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  params.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  if (!endpoint->self_) {
+    // This process cannot outlive itself: only endpoints to others need peer error handling.
+    params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = &UcxEndpoint::onError;
+    params.err_handler.arg = endpoint.get();
+  }
+  if (ucs_status_t s = ucp_ep_create(worker_, &params, &endpoint->ep_); s != UCS_OK) {
+    return ucxError("ucp_ep_create", s);
+  }
+  endpoints_[address] = endpoint;
+  return endpoint;
+}
+
+bool UcxWorker::progress() {
+  bool any = false;
+  while (ucp_worker_progress(worker_) != 0) any = true;
+  return any;
+}
+
+void UcxWorker::waitForEvents(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0) return;
+  // UCS_ERR_BUSY: events are already pending, so do not sleep.
+  if (ucp_worker_arm(worker_) != UCS_OK) return;
+  pollfd fd{eventFd_, POLLIN, 0};
+  ::poll(&fd, 1, static_cast<int>(std::min<long long>(left.count() + 1, 1000)));
+}
+
+}  // namespace ftcomm::ucx

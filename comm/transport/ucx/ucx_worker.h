@@ -1,0 +1,81 @@
+// One UCX context and worker per process, shared by every communicator and epoch, and the
+// table of its endpoints. An endpoint is connected once per peer worker address and shared:
+// after a reconfigure the new epoch's transport reuses the live endpoints and only dead ones are
+// replaced. Endpoints to other processes use UCP_ERR_HANDLING_MODE_PEER, so that a peer's death
+// completes requests with an error instead of leaving them hanging (DESIGN.md's measured facts),
+// and the endpoint's error reaches every transport that listens on it.
+//
+// Thread-safety: none; the communicator's progress thread owns the worker (UCS_THREAD_MODE_SINGLE).
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ftcomm/status.h"
+
+namespace ftcomm::ucx {
+
+using Clock = std::chrono::steady_clock;
+
+class UcxEndpoint {
+ public:
+  using Listener = std::function<void(const Status&)>;
+
+  ucp_ep_h handle() const { return ep_; }
+  // Ok while usable; the first error seen on it otherwise.
+  const Status& failure() const { return failure_; }
+  std::uint64_t listen(Listener listener);
+  void unlisten(std::uint64_t token);
+
+ private:
+  friend class UcxWorker;
+  static void onError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  void fail(const Status& why);
+
+  ucp_ep_h ep_ = nullptr;
+  bool self_ = false;
+  Status failure_;
+  std::map<std::uint64_t, Listener> listeners_;
+  std::uint64_t nextToken_ = 1;
+};
+
+class UcxWorker {
+ public:
+  static Result<std::shared_ptr<UcxWorker>> create();
+  ~UcxWorker();  // closes every endpoint (bounded wait), then the worker and context
+  UcxWorker(const UcxWorker&) = delete;
+  UcxWorker& operator=(const UcxWorker&) = delete;
+
+  ucp_worker_h handle() const { return worker_; }
+  // This worker's address: the opaque bytes peers connect to (published through the rendezvous).
+  const std::string& address() const { return address_; }
+
+  // The endpoint to the worker at `address`, connected on first use.
+  Result<std::shared_ptr<UcxEndpoint>> endpoint(const std::string& address);
+
+  // One round of progress; true when anything happened.
+  bool progress();
+  // Sleeps on the worker's event fd until an event arrives or `deadline` passes.
+  void waitForEvents(Clock::time_point deadline);
+
+ private:
+  UcxWorker() = default;
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int eventFd_ = -1;
+  std::string address_;
+  std::map<std::string, std::shared_ptr<UcxEndpoint>> endpoints_;  // UcxEndpointTable
+};
+
+// "rank 3: Endpoint timeout"
+Status ucxError(const std::string& what, ucs_status_t status);
+
+}  // namespace ftcomm::ucx
