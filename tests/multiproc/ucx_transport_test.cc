@@ -37,6 +37,10 @@ TEST_CASE(
   for (const auto& result : runScenario("exchange", 3)) CHECK(result == "OK exchange");
 }
 
+TEST_CASE("UCX transport: every allreduce algorithm gives the right sums between 5 processes") {
+  for (const auto& result : runScenario("allreduce", 5)) CHECK(result == "OK allreduce");
+}
+
 TEST_CASE("UCX transport: a message longer than the receive buffer is reported as a mismatch") {
   auto results = runScenario("truncate", 3);
   int truncated = 0;

@@ -1,0 +1,21 @@
+#include "algorithms/collective_task.h"
+
+#include <cstring>
+
+namespace ftcomm::algorithms {
+
+Result<bool> TaskBase::stepDone() const {
+  for (const auto& request : step_) {
+    if (!request->done()) return false;
+    if (!request->status().ok()) return request->status();
+  }
+  return true;
+}
+
+void TaskBase::copyInput() const {
+  if (args_.send != args_.recv && args_.count > 0) {
+    std::memcpy(args_.recv, args_.send, args_.count * elementBytes_);
+  }
+}
+
+}  // namespace ftcomm::algorithms

@@ -1,0 +1,62 @@
+// A collective algorithm in progress: a schedule of sends, receives and reductions over the
+// Transport interface, advanced without blocking. The progress engine calls advance() after
+// driving the transport; the task posts what its next step needs, consumes what completed, and
+// says when it is done. Many tasks may be in flight on one transport; each uses its own tag
+// slot, and messages between two ranks with one tag match in order (transport.h), so a task's
+// steps need no further numbering.
+//
+// Thread-safety: none; the progress thread owns a task.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "ftcomm/types.h"
+#include "transport/transport.h"
+
+namespace ftcomm::algorithms {
+
+struct CollectiveArgs {
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  const void* send = nullptr;  // may equal recv (in place)
+  void* recv = nullptr;
+  std::size_t count = 0;  // elements per rank (allreduce: of the whole vector)
+  int root = 0;
+  transport::MessageTag tag;
+};
+
+class CollectiveTask {
+ public:
+  virtual ~CollectiveTask() = default;
+  // Ok(true): done, the result is in args.recv. Ok(false): waiting on the transport. An error:
+  // the collective failed (a peer failed, a mismatch); the task must not be advanced again.
+  virtual Result<bool> advance() = 0;
+};
+
+// What a schedule shares: its transport and arguments, the requests of its current step, and a
+// scratch buffer.
+class TaskBase : public CollectiveTask {
+ protected:
+  TaskBase(transport::Transport& transport, const CollectiveArgs& args)
+      : transport_(transport), args_(args), elementBytes_(dataTypeSize(args.dtype)) {}
+
+  // Ok(true) when every request of the current step is done; their first error otherwise.
+  Result<bool> stepDone() const;
+  void post(transport::RequestPtr request) { step_.push_back(std::move(request)); }
+  void nextStep() { step_.clear(); }
+  std::byte* recvBytes(std::size_t element = 0) const {
+    return static_cast<std::byte*>(args_.recv) + element * elementBytes_;
+  }
+  // Copies send into recv unless the call is in place.
+  void copyInput() const;
+
+  transport::Transport& transport_;
+  CollectiveArgs args_;
+  std::size_t elementBytes_;
+  std::vector<transport::RequestPtr> step_;
+};
+
+}  // namespace ftcomm::algorithms

@@ -1,0 +1,33 @@
+// The one table of collective algorithms: each has a name and a description (so it can be
+// chosen by name at run time, e.g. FTCOMM_ALGO_ALLREDUCE=ring) and a factory. Adding an
+// algorithm is one file and one row here.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "algorithms/collective_task.h"
+
+namespace ftcomm::algorithms {
+
+enum class Collective { kAllReduce };
+
+using TaskFactory = std::unique_ptr<CollectiveTask> (*)(transport::Transport&,
+                                                        const CollectiveArgs&);
+
+struct AlgorithmInfo {
+  Collective collective;
+  std::string_view name;
+  std::string_view description;
+  TaskFactory make;
+};
+
+std::span<const AlgorithmInfo> allAlgorithms();
+const AlgorithmInfo* findAlgorithm(Collective collective, std::string_view name);
+
+// The algorithm for a call: the one named by FTCOMM_ALGO_<COLLECTIVE> if set (an unknown name is
+// an error naming the known ones), else the default for the message size.
+Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t bytes, int ranks);
+
+}  // namespace ftcomm::algorithms
