@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "algorithms/allreduce/allreduce.h"
+#include "algorithms/collectives.h"
 
 namespace ftcomm::algorithms {
 
@@ -18,17 +18,29 @@ const std::array kAlgorithms{
                   "whole-vector exchanges with partners 1, 2, 4... apart; log2(n) steps, "
                   "latency-optimal",
                   &makeRecursiveDoublingAllReduce},
+    AlgorithmInfo{Collective::kBroadcast, "binomial",
+                  "binomial tree from the root; ceil(log2 n) steps", &makeBinomialBroadcast},
+    AlgorithmInfo{Collective::kAllGather, "ring",
+                  "each block once around a ring; n-1 steps, bandwidth-optimal",
+                  &makeRingAllGather},
+    AlgorithmInfo{Collective::kBarrier, "dissemination",
+                  "signals to ranks 1, 2, 4... ahead; ceil(log2 n) steps, any n",
+                  &makeDisseminationBarrier},
 };
 
 // Below this a whole-vector exchange per step beats the ring's 2(n-1) steps.
 constexpr std::size_t kAllReduceSmallBytes = 64 * 1024;
 
+// The variable that names a collective's algorithm, by Collective's value.
+constexpr std::array<const char*, 4> kAlgorithmVariables{
+    "FTCOMM_ALGO_ALLREDUCE", "FTCOMM_ALGO_BROADCAST", "FTCOMM_ALGO_ALLGATHER",
+    "FTCOMM_ALGO_BARRIER"};
+
+static_assert(kAlgorithmVariables.size() == static_cast<std::size_t>(Collective::kBarrier) + 1,
+              "one FTCOMM_ALGO_ variable per Collective");
+
 const char* environmentVariable(Collective collective) {
-  switch (collective) {
-    case Collective::kAllReduce:
-      return "FTCOMM_ALGO_ALLREDUCE";
-  }
-  return "";
+  return kAlgorithmVariables[static_cast<std::size_t>(collective)];
 }
 
 }  // namespace
@@ -55,12 +67,15 @@ Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t 
     return invalidArgument(std::string(variable) + "=" + chosen +
                            " names no algorithm; known:" + known);
   }
-  switch (collective) {
-    case Collective::kAllReduce:
-      return findAlgorithm(
-          collective, bytes <= kAllReduceSmallBytes || ranks <= 2 ? "recursive_doubling" : "ring");
+  if (collective == Collective::kAllReduce) {
+    return findAlgorithm(
+        collective, bytes <= kAllReduceSmallBytes || ranks <= 2 ? "recursive_doubling" : "ring");
   }
-  return internalError("no algorithm for this collective");
+  // The other collectives have one algorithm so far: the one registered.
+  for (const auto& algorithm : kAlgorithms) {
+    if (algorithm.collective == collective) return &algorithm;
+  }
+  return internalError("no algorithm registered for this collective");
 }
 
 }  // namespace ftcomm::algorithms

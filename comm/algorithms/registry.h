@@ -11,7 +11,7 @@
 
 namespace ftcomm::algorithms {
 
-enum class Collective { kAllReduce };
+enum class Collective { kAllReduce, kBroadcast, kAllGather, kBarrier };
 
 using TaskFactory = std::unique_ptr<CollectiveTask> (*)(transport::Transport&,
                                                         const CollectiveArgs&);

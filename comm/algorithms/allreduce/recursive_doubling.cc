@@ -6,7 +6,7 @@
 // at each step, so all ranks end with bitwise-identical values.
 #include <vector>
 
-#include "algorithms/allreduce/allreduce.h"
+#include "algorithms/collectives.h"
 #include "algorithms/reduction.h"
 
 namespace ftcomm::algorithms {

@@ -4,7 +4,7 @@
 // sends and receives 2(n-1)/n of the vector: bandwidth-optimal, for large messages.
 #include <vector>
 
-#include "algorithms/allreduce/allreduce.h"
+#include "algorithms/collectives.h"
 #include "algorithms/reduction.h"
 
 namespace ftcomm::algorithms {

@@ -1,0 +1,23 @@
+// The factories of every collective algorithm; each algorithm's file opens with what it does and
+// what it costs, and registry.cc lists them with their names.
+#pragma once
+
+#include <cstring>
+#include <memory>
+
+#include "algorithms/collective_task.h"
+
+namespace ftcomm::algorithms {
+
+std::unique_ptr<CollectiveTask> makeRingAllReduce(transport::Transport& transport,
+                                                  const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeRecursiveDoublingAllReduce(transport::Transport& transport,
+                                                               const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeBinomialBroadcast(transport::Transport& transport,
+                                                      const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeRingAllGather(transport::Transport& transport,
+                                                  const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeDisseminationBarrier(transport::Transport& transport,
+                                                         const CollectiveArgs& args);
+
+}  // namespace ftcomm::algorithms
