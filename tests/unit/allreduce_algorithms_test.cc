@@ -87,6 +87,7 @@ TEST_CASE("every allreduce algorithm matches the reference on 1 to 8 ranks") {
 
 TEST_CASE("float sums come out bitwise identical on every rank") {
   for (const auto& algorithm : allAlgorithms()) {
+    if (algorithm.collective != Collective::kAllReduce) continue;
     for (int ranks : {3, 5, 8}) {
       LocalFabric fabric(ranks);
       const std::size_t count = 999;
