@@ -19,5 +19,11 @@ std::unique_ptr<CollectiveTask> makeRingAllGather(transport::Transport& transpor
                                                   const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeDisseminationBarrier(transport::Transport& transport,
                                                          const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeBinomialReduce(transport::Transport& transport,
+                                                   const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeRingReduceScatter(transport::Transport& transport,
+                                                      const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makePairwiseAllToAll(transport::Transport& transport,
+                                                     const CollectiveArgs& args);
 
 }  // namespace ftcomm::algorithms

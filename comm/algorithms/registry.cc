@@ -26,17 +26,25 @@ const std::array kAlgorithms{
     AlgorithmInfo{Collective::kBarrier, "dissemination",
                   "signals to ranks 1, 2, 4... ahead; ceil(log2 n) steps, any n",
                   &makeDisseminationBarrier},
+    AlgorithmInfo{Collective::kReduce, "binomial",
+                  "binomial tree towards the root; ceil(log2 n) steps", &makeBinomialReduce},
+    AlgorithmInfo{Collective::kReduceScatter, "ring",
+                  "partial blocks around a ring; n-1 steps, bandwidth-optimal",
+                  &makeRingReduceScatter},
+    AlgorithmInfo{Collective::kAllToAll, "pairwise",
+                  "step s pairs rank r with r+s and r-s; n-1 steps", &makePairwiseAllToAll},
 };
 
 // Below this a whole-vector exchange per step beats the ring's 2(n-1) steps.
 constexpr std::size_t kAllReduceSmallBytes = 64 * 1024;
 
 // The variable that names a collective's algorithm, by Collective's value.
-constexpr std::array<const char*, 4> kAlgorithmVariables{
+constexpr std::array<const char*, 7> kAlgorithmVariables{
     "FTCOMM_ALGO_ALLREDUCE", "FTCOMM_ALGO_BROADCAST", "FTCOMM_ALGO_ALLGATHER",
-    "FTCOMM_ALGO_BARRIER"};
+    "FTCOMM_ALGO_BARRIER",   "FTCOMM_ALGO_REDUCE",    "FTCOMM_ALGO_REDUCESCATTER",
+    "FTCOMM_ALGO_ALLTOALL"};
 
-static_assert(kAlgorithmVariables.size() == static_cast<std::size_t>(Collective::kBarrier) + 1,
+static_assert(kAlgorithmVariables.size() == static_cast<std::size_t>(Collective::kAllToAll) + 1,
               "one FTCOMM_ALGO_ variable per Collective");
 
 const char* environmentVariable(Collective collective) {

@@ -11,7 +11,15 @@
 
 namespace ftcomm::algorithms {
 
-enum class Collective { kAllReduce, kBroadcast, kAllGather, kBarrier };
+enum class Collective {
+  kAllReduce,
+  kBroadcast,
+  kAllGather,
+  kBarrier,
+  kReduce,
+  kReduceScatter,
+  kAllToAll,
+};
 
 using TaskFactory = std::unique_ptr<CollectiveTask> (*)(transport::Transport&,
                                                         const CollectiveArgs&);
