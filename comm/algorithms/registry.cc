@@ -18,11 +18,18 @@ const std::array kAlgorithms{
                   "whole-vector exchanges with partners 1, 2, 4... apart; log2(n) steps, "
                   "latency-optimal",
                   &makeRecursiveDoublingAllReduce},
+    AlgorithmInfo{Collective::kAllReduce, "rabenseifner",
+                  "reduce-scatter by recursive halving, allgather by recursive doubling; "
+                  "2 log2(n) steps, bandwidth-efficient",
+                  &makeRabenseifnerAllReduce},
     AlgorithmInfo{Collective::kBroadcast, "binomial",
                   "binomial tree from the root; ceil(log2 n) steps", &makeBinomialBroadcast},
     AlgorithmInfo{Collective::kAllGather, "ring",
                   "each block once around a ring; n-1 steps, bandwidth-optimal",
                   &makeRingAllGather},
+    AlgorithmInfo{Collective::kAllGather, "bruck",
+                  "blocks gathered so far sent 1, 2, 4... ranks back; ceil(log2 n) steps",
+                  &makeBruckAllGather},
     AlgorithmInfo{Collective::kBarrier, "dissemination",
                   "signals to ranks 1, 2, 4... ahead; ceil(log2 n) steps, any n",
                   &makeDisseminationBarrier},
@@ -35,8 +42,12 @@ const std::array kAlgorithms{
                   "step s pairs rank r with r+s and r-s; n-1 steps", &makePairwiseAllToAll},
 };
 
-// Below this a whole-vector exchange per step beats the ring's 2(n-1) steps.
+// Defaults until the performance issue measures better ones. Below kAllReduceSmallBytes a
+// whole-vector exchange per step beats the ring's 2(n-1) steps; up to kAllReduceMediumBytes
+// Rabenseifner's log steps win; above, the ring's neighbour-only traffic does.
 constexpr std::size_t kAllReduceSmallBytes = 64 * 1024;
+constexpr std::size_t kAllReduceMediumBytes = 4 << 20;
+constexpr std::size_t kAllGatherSmallBytes = 64 * 1024;  // the bytes of the whole result
 
 // The variable that names a collective's algorithm, by Collective's value.
 constexpr std::array<const char*, 7> kAlgorithmVariables{
@@ -76,8 +87,13 @@ Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t 
                            " names no algorithm; known:" + known);
   }
   if (collective == Collective::kAllReduce) {
-    return findAlgorithm(
-        collective, bytes <= kAllReduceSmallBytes || ranks <= 2 ? "recursive_doubling" : "ring");
+    const char* name = bytes <= kAllReduceSmallBytes || ranks <= 2 ? "recursive_doubling"
+                       : bytes <= kAllReduceMediumBytes            ? "rabenseifner"
+                                                                   : "ring";
+    return findAlgorithm(collective, name);
+  }
+  if (collective == Collective::kAllGather) {
+    return findAlgorithm(collective, bytes <= kAllGatherSmallBytes ? "bruck" : "ring");
   }
   // The other collectives have one algorithm so far: the one registered.
   for (const auto& algorithm : kAlgorithms) {

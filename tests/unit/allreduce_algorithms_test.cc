@@ -118,6 +118,9 @@ TEST_CASE("the allreduce algorithm is chosen by size, or by name through FTCOMM_
   auto small = chooseAlgorithm(Collective::kAllReduce, 8, 8);
   REQUIRE(small.ok());
   CHECK((*small)->name == "recursive_doubling");
+  auto medium = chooseAlgorithm(Collective::kAllReduce, 1 << 20, 8);
+  REQUIRE(medium.ok());
+  CHECK((*medium)->name == "rabenseifner");
   auto large = chooseAlgorithm(Collective::kAllReduce, 16 << 20, 8);
   REQUIRE(large.ok());
   CHECK((*large)->name == "ring");
@@ -129,5 +132,6 @@ TEST_CASE("the allreduce algorithm is chosen by size, or by name through FTCOMM_
   REQUIRE(forced.ok());
   CHECK((*forced)->name == "ring");
   REQUIRE_FALSE(unknown.ok());
-  CHECK_THAT(unknown.status().message(), Catch::Contains("known: ring recursive_doubling"));
+  CHECK_THAT(unknown.status().message(),
+             Catch::Contains("known: ring recursive_doubling rabenseifner"));
 }

@@ -51,39 +51,43 @@ TEST_CASE("binomial broadcast delivers the root's buffer to every rank, from any
   }
 }
 
-TEST_CASE("ring allgather puts every rank's block in rank order on every rank, in place or not") {
-  const AlgorithmInfo& algorithm = only(Collective::kAllGather);
-  for (int ranks = 1; ranks <= 8; ++ranks) {
-    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{333}}) {
-      for (bool inPlace : {false, true}) {
-        LocalFabric fabric(ranks);
-        const std::size_t total = count * static_cast<std::size_t>(ranks);
-        std::vector<std::vector<float>> out(static_cast<std::size_t>(ranks),
-                                            std::vector<float>(total, -1.0f));
-        std::vector<std::vector<float>> own(static_cast<std::size_t>(ranks));
-        std::vector<float> expected(total);
-        std::vector<std::unique_ptr<CollectiveTask>> tasks;
-        for (int r = 0; r < ranks; ++r) {
-          auto& mine = own[static_cast<std::size_t>(r)];
-          for (std::size_t i = 0; i < count; ++i) {
-            mine.push_back(static_cast<float>(r) * 1000.0f + static_cast<float>(i));
-            expected[static_cast<std::size_t>(r) * count + i] = mine.back();
+TEST_CASE(
+    "every allgather algorithm puts each block in rank order on every rank, in place or not") {
+  for (const AlgorithmInfo& algorithm : allAlgorithms()) {
+    if (algorithm.collective != Collective::kAllGather) continue;
+    for (int ranks = 1; ranks <= 8; ++ranks) {
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{333}}) {
+        for (bool inPlace : {false, true}) {
+          LocalFabric fabric(ranks);
+          const std::size_t total = count * static_cast<std::size_t>(ranks);
+          std::vector<std::vector<float>> out(static_cast<std::size_t>(ranks),
+                                              std::vector<float>(total, -1.0f));
+          std::vector<std::vector<float>> own(static_cast<std::size_t>(ranks));
+          std::vector<float> expected(total);
+          std::vector<std::unique_ptr<CollectiveTask>> tasks;
+          for (int r = 0; r < ranks; ++r) {
+            auto& mine = own[static_cast<std::size_t>(r)];
+            for (std::size_t i = 0; i < count; ++i) {
+              mine.push_back(static_cast<float>(r) * 1000.0f + static_cast<float>(i));
+              expected[static_cast<std::size_t>(r) * count + i] = mine.back();
+            }
+            auto& result = out[static_cast<std::size_t>(r)];
+            if (inPlace)
+              std::copy(mine.begin(), mine.end(),
+                        result.begin() +
+                            static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * count));
+            CollectiveArgs args;
+            args.dtype = DataType::kFloat32;
+            args.count = count;
+            args.recv = result.data();
+            args.send = inPlace ? result.data() + static_cast<std::size_t>(r) * count : mine.data();
+            tasks.push_back(algorithm.make(fabric.transport(r), args));
           }
-          auto& result = out[static_cast<std::size_t>(r)];
-          if (inPlace)
-            std::copy(
-                mine.begin(), mine.end(),
-                result.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * count));
-          CollectiveArgs args;
-          args.dtype = DataType::kFloat32;
-          args.count = count;
-          args.recv = result.data();
-          args.send = inPlace ? result.data() + static_cast<std::size_t>(r) * count : mine.data();
-          tasks.push_back(algorithm.make(fabric.transport(r), args));
+          INFO(algorithm.name << " ranks=" << ranks << " count=" << count
+                              << (inPlace ? " in place" : ""));
+          REQUIRE(runAll(fabric, tasks).toString() == "OK");
+          for (const auto& result : out) CHECK(result == expected);
         }
-        INFO("ranks=" << ranks << " count=" << count << (inPlace ? " in place" : ""));
-        REQUIRE(runAll(fabric, tasks).toString() == "OK");
-        for (const auto& result : out) CHECK(result == expected);
       }
     }
   }
