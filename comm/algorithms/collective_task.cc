@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "algorithms/reduction.h"
+
 namespace ftcomm::algorithms {
 
 Result<bool> TaskBase::stepDone() const {
@@ -16,6 +18,13 @@ void TaskBase::copyInput() const {
   if (args_.send != args_.recv && args_.count > 0) {
     std::memcpy(args_.recv, args_.send, args_.count * elementBytes_);
   }
+}
+
+Result<bool> TaskBase::finishReduction(void* data, std::size_t count) const {
+  if (args_.op == ReduceOp::kAvg) {
+    FTCOMM_RETURN_IF_ERROR(finishAverage(args_.dtype, data, count, transport_.size()));
+  }
+  return true;
 }
 
 }  // namespace ftcomm::algorithms

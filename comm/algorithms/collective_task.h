@@ -52,6 +52,12 @@ class TaskBase : public CollectiveTask {
   }
   // Copies send into recv unless the call is in place.
   void copyInput() const;
+  // Ends a reduction: AVG (accumulated as a sum by reduceInto) divides by the number of ranks.
+  Result<bool> finishReduction(void* data, std::size_t count) const;
+  // r modulo the number of ranks: ring neighbours and blocks.
+  int wrap(int r) const {
+    return ((r % transport_.size()) + transport_.size()) % transport_.size();
+  }
 
   transport::Transport& transport_;
   CollectiveArgs args_;

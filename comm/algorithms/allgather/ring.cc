@@ -31,7 +31,6 @@ class RingAllGather final : public TaskBase {
   }
 
  private:
-  int wrap(int r) const { return ((r % n_) + n_) % n_; }
   std::size_t blockBytes() const { return args_.count * elementBytes_; }
   std::byte* block(int owner) const {
     return recvBytes(static_cast<std::size_t>(owner) * args_.count);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/collectives.h"
+#include "algorithms/power_of_two_fold.h"
 #include "algorithms/reduction.h"
 
 namespace ftcomm::algorithms {
@@ -16,19 +17,19 @@ namespace {
 class RabenseifnerAllReduce final : public TaskBase {
  public:
   RabenseifnerAllReduce(transport::Transport& transport, const CollectiveArgs& args)
-      : TaskBase(transport, args), n_(transport.size()), rank_(transport.rank()) {
-    while (p_ * 2 <= n_) p_ *= 2;
-    extra_ = n_ - p_;
-  }
+      : TaskBase(transport, args),
+        n_(transport.size()),
+        rank_(transport.rank()),
+        fold_(transport.size()) {}
 
   Result<bool> advance() override {
     if (phase_ == Phase::kStart) {
       copyInput();
-      if (n_ == 1) return finish();
+      if (n_ == 1) return finishReduction(args_.recv, args_.count);
       scratch_.resize(args_.count * elementBytes_);
       phase_ = Phase::kFold;
       nextStep();
-      if (rank_ < 2 * extra_) {
+      if (fold_.paired(rank_)) {
         if (rank_ % 2 == 0)
           post(transport_.send(rank_ + 1, args_.tag, args_.recv, wholeBytes()));
         else
@@ -41,24 +42,24 @@ class RabenseifnerAllReduce final : public TaskBase {
       if (!*done) return false;
       switch (phase_) {
         case Phase::kFold:
-          if (rank_ < 2 * extra_ && rank_ % 2 == 0) {
+          if (fold_.sitsOut(rank_)) {
             phase_ = Phase::kUnfold;  // sits out; gets the result at the end
             nextStep();
             post(transport_.recv(rank_ + 1, args_.tag, args_.recv, wholeBytes()));
             break;
           }
-          if (rank_ < 2 * extra_) {
+          if (fold_.paired(rank_)) {
             FTCOMM_RETURN_IF_ERROR(
-                reduceInto(args_.dtype, reduceOp(), args_.recv, scratch_.data(), args_.count));
+                reduceInto(args_.dtype, args_.op, args_.recv, scratch_.data(), args_.count));
           }
           phase_ = Phase::kHalving;
-          mask_ = p_ / 2;
+          mask_ = fold_.p / 2;
           lo_ = 0;
-          hi_ = p_;
+          hi_ = fold_.p;
           if (!postHalving()) startDoubling();
           break;
         case Phase::kHalving:
-          FTCOMM_RETURN_IF_ERROR(reduceInto(args_.dtype, reduceOp(), recvBytes(elementOf(keptLo_)),
+          FTCOMM_RETURN_IF_ERROR(reduceInto(args_.dtype, args_.op, recvBytes(elementOf(keptLo_)),
                                             scratch_.data(),
                                             elementOf(keptHi_) - elementOf(keptLo_)));
           ranges_.push_back({lo_, hi_});
@@ -71,13 +72,13 @@ class RabenseifnerAllReduce final : public TaskBase {
           if (!postDoubling()) {
             phase_ = Phase::kUnfold;
             nextStep();
-            if (rank_ < 2 * extra_ && rank_ % 2 == 1) {
+            if (fold_.absorbs(rank_)) {
               post(transport_.send(rank_ - 1, args_.tag, args_.recv, wholeBytes()));
             }
           }
           break;
         case Phase::kUnfold:
-          return finish();
+          return finishReduction(args_.recv, args_.count);
         case Phase::kStart:
           break;
       }
@@ -87,16 +88,14 @@ class RabenseifnerAllReduce final : public TaskBase {
  private:
   enum class Phase { kStart, kFold, kHalving, kDoubling, kUnfold };
   struct Range {
-    int lo, hi;  // in blocks of the vector cut into p_
+    int lo, hi;  // in blocks of the vector cut into fold_.p
   };
 
-  ReduceOp reduceOp() const { return args_.op == ReduceOp::kAvg ? ReduceOp::kSum : args_.op; }
   std::size_t wholeBytes() const { return args_.count * elementBytes_; }
-  int virtualRank() const { return rank_ < 2 * extra_ ? rank_ / 2 : rank_ - extra_; }
-  int realRank(int v) const { return v < extra_ ? 2 * v + 1 : v + extra_; }
-  // First element of block b when the vector is cut into p_ nearly equal blocks.
+  int virtualRank() const { return fold_.virtualRank(rank_); }
+  // First element of block b when the vector is cut into fold_.p nearly equal blocks.
   std::size_t elementOf(int block) const {
-    const std::size_t b = static_cast<std::size_t>(block), p = static_cast<std::size_t>(p_);
+    const std::size_t b = static_cast<std::size_t>(block), p = static_cast<std::size_t>(fold_.p);
     return b * (args_.count / p) + std::min(b, args_.count % p);
   }
   std::size_t bytesOf(int lo, int hi) const {
@@ -112,7 +111,7 @@ class RabenseifnerAllReduce final : public TaskBase {
     keptLo_ = lower ? lo_ : mid;
     keptHi_ = lower ? mid : hi_;
     const int sentLo = lower ? mid : lo_, sentHi = lower ? hi_ : mid;
-    const int partner = realRank(virtualRank() ^ mask_);
+    const int partner = fold_.realRank(virtualRank() ^ mask_);
     post(transport_.recv(partner, args_.tag, scratch_.data(), bytesOf(keptLo_, keptHi_)));
     post(
         transport_.send(partner, args_.tag, recvBytes(elementOf(sentLo)), bytesOf(sentLo, sentHi)));
@@ -131,7 +130,7 @@ class RabenseifnerAllReduce final : public TaskBase {
     if (ranges_.empty()) return false;
     const Range outer = ranges_.back();
     ranges_.pop_back();
-    const int partner = realRank(virtualRank() ^ mask_);
+    const int partner = fold_.realRank(virtualRank() ^ mask_);
     const int otherLo = lo_ == outer.lo ? hi_ : outer.lo;
     const int otherHi = lo_ == outer.lo ? outer.hi : lo_;
     post(transport_.recv(partner, args_.tag, recvBytes(elementOf(otherLo)),
@@ -143,17 +142,9 @@ class RabenseifnerAllReduce final : public TaskBase {
     return true;
   }
 
-  Result<bool> finish() {
-    if (args_.op == ReduceOp::kAvg) {
-      FTCOMM_RETURN_IF_ERROR(finishAverage(args_.dtype, args_.recv, args_.count, n_));
-    }
-    return true;
-  }
-
   const int n_;
   const int rank_;
-  int p_ = 1;
-  int extra_ = 0;
+  const PowerOfTwoFold fold_;
   int mask_ = 0;
   int lo_ = 0, hi_ = 0;
   int keptLo_ = 0, keptHi_ = 0;

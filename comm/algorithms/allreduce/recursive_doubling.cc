@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/collectives.h"
+#include "algorithms/power_of_two_fold.h"
 #include "algorithms/reduction.h"
 
 namespace ftcomm::algorithms {
@@ -16,16 +17,15 @@ namespace {
 class RecursiveDoublingAllReduce final : public TaskBase {
  public:
   RecursiveDoublingAllReduce(transport::Transport& transport, const CollectiveArgs& args)
-      : TaskBase(transport, args), n_(transport.size()), rank_(transport.rank()) {
-    p_ = 1;
-    while (p_ * 2 <= n_) p_ *= 2;
-    extra_ = n_ - p_;
-  }
+      : TaskBase(transport, args),
+        n_(transport.size()),
+        rank_(transport.rank()),
+        fold_(transport.size()) {}
 
   Result<bool> advance() override {
     if (phase_ == Phase::kStart) {
       copyInput();
-      if (n_ == 1) return finish();
+      if (n_ == 1) return finishReduction(args_.recv, args_.count);
       scratch_.resize(bytes());
       startPairing();
     }
@@ -35,8 +35,8 @@ class RecursiveDoublingAllReduce final : public TaskBase {
       if (!*done) return false;
       switch (phase_) {
         case Phase::kPairing:
-          if (rank_ < 2 * extra_ && rank_ % 2 == 1) FTCOMM_RETURN_IF_ERROR(foldScratch());
-          if (rank_ < 2 * extra_ && rank_ % 2 == 0) {
+          if (fold_.absorbs(rank_)) FTCOMM_RETURN_IF_ERROR(foldScratch());
+          if (fold_.sitsOut(rank_)) {
             phase_ = Phase::kCollect;
             nextStep();
             post(transport_.recv(rank_ + 1, args_.tag, args_.recv, bytes()));
@@ -53,7 +53,7 @@ class RecursiveDoublingAllReduce final : public TaskBase {
           break;
         case Phase::kHandBack:
         case Phase::kCollect:
-          return finish();
+          return finishReduction(args_.recv, args_.count);
         case Phase::kStart:
           break;
       }
@@ -64,19 +64,10 @@ class RecursiveDoublingAllReduce final : public TaskBase {
   enum class Phase { kStart, kPairing, kDoubling, kHandBack, kCollect };
 
   std::size_t bytes() const { return args_.count * elementBytes_; }
-  // Position among the p ranks that take part in the doubling; -1 for those sitting out.
-  int virtualRank() const {
-    if (rank_ < 2 * extra_) return rank_ % 2 == 1 ? rank_ / 2 : -1;
-    return rank_ - extra_;
-  }
-  int realRank(int virtualRank) const {
-    return virtualRank < extra_ ? 2 * virtualRank + 1 : virtualRank + extra_;
-  }
-
   void startPairing() {
     phase_ = Phase::kPairing;
     nextStep();
-    if (rank_ < 2 * extra_) {
+    if (fold_.paired(rank_)) {
       if (rank_ % 2 == 0)
         post(transport_.send(rank_ + 1, args_.tag, args_.recv, bytes()));
       else
@@ -87,8 +78,8 @@ class RecursiveDoublingAllReduce final : public TaskBase {
   // Posts the exchange of the current mask; false when the doubling is over.
   bool postExchange() {
     nextStep();
-    if (mask_ >= p_) return false;
-    const int partner = realRank(virtualRank() ^ mask_);
+    if (mask_ >= fold_.p) return false;
+    const int partner = fold_.realRank(fold_.virtualRank(rank_) ^ mask_);
     post(transport_.recv(partner, args_.tag, scratch_.data(), bytes()));
     post(transport_.send(partner, args_.tag, args_.recv, bytes()));
     return true;
@@ -97,7 +88,7 @@ class RecursiveDoublingAllReduce final : public TaskBase {
   void startHandBack() {
     phase_ = Phase::kHandBack;
     nextStep();
-    if (rank_ < 2 * extra_ && rank_ % 2 == 1) {
+    if (fold_.absorbs(rank_)) {
       post(transport_.send(rank_ - 1, args_.tag, args_.recv, bytes()));
     }
   }
@@ -106,17 +97,9 @@ class RecursiveDoublingAllReduce final : public TaskBase {
     return reduceInto(args_.dtype, args_.op, args_.recv, scratch_.data(), args_.count);
   }
 
-  Result<bool> finish() {
-    if (args_.op == ReduceOp::kAvg) {
-      FTCOMM_RETURN_IF_ERROR(finishAverage(args_.dtype, args_.recv, args_.count, n_));
-    }
-    return true;
-  }
-
   const int n_;
   const int rank_;
-  int p_ = 1;
-  int extra_ = 0;
+  const PowerOfTwoFold fold_;
   int mask_ = 1;
   Phase phase_ = Phase::kStart;
   std::vector<std::byte> scratch_;

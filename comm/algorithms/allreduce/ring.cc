@@ -19,7 +19,7 @@ class RingAllReduce final : public TaskBase {
   Result<bool> advance() override {
     if (phase_ == Phase::kStart) {
       copyInput();
-      if (n_ == 1 || args_.count == 0) return finish();
+      if (n_ == 1 || args_.count == 0) return finishReduction(args_.recv, args_.count);
       scratch_.resize(chunkCount(0) * elementBytes_);  // chunk 0 is the largest
       phase_ = Phase::kReduceScatter;
       postReduceScatter();
@@ -43,7 +43,7 @@ class RingAllReduce final : public TaskBase {
         if (++stepIndex_ < n_ - 1) {
           postAllGather();
         } else {
-          return finish();
+          return finishReduction(args_.recv, args_.count);
         }
       }
     }
@@ -52,7 +52,6 @@ class RingAllReduce final : public TaskBase {
  private:
   enum class Phase { kStart, kReduceScatter, kAllGather };
 
-  int wrap(int r) const { return ((r % n_) + n_) % n_; }
   std::size_t chunkCount(int chunk) const {
     const std::size_t n = static_cast<std::size_t>(n_);
     return args_.count / n + (static_cast<std::size_t>(chunk) < args_.count % n ? 1 : 0);
@@ -79,13 +78,6 @@ class RingAllReduce final : public TaskBase {
                          chunkCount(in) * elementBytes_));
     post(transport_.send(right(), args_.tag, recvBytes(chunkStart(out)),
                          chunkCount(out) * elementBytes_));
-  }
-
-  Result<bool> finish() {
-    if (args_.op == ReduceOp::kAvg) {
-      FTCOMM_RETURN_IF_ERROR(finishAverage(args_.dtype, args_.recv, args_.count, n_));
-    }
-    return true;
   }
 
   const int n_;

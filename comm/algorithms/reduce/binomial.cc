@@ -39,7 +39,7 @@ class BinomialReduce final : public TaskBase {
       if (!*done) return false;
       if (receiving_) {
         FTCOMM_RETURN_IF_ERROR(
-            reduceInto(args_.dtype, reduceOp(), accumulator_, scratch_.data(), args_.count));
+            reduceInto(args_.dtype, args_.op, accumulator_, scratch_.data(), args_.count));
       } else if (sent_) {
         return true;
       }
@@ -49,7 +49,6 @@ class BinomialReduce final : public TaskBase {
   }
 
  private:
-  ReduceOp reduceOp() const { return args_.op == ReduceOp::kAvg ? ReduceOp::kSum : args_.op; }
   std::size_t bytes() const { return args_.count * elementBytes_; }
   int real(int relative) const { return (relative + args_.root) % n_; }
 
@@ -73,12 +72,8 @@ class BinomialReduce final : public TaskBase {
     return false;
   }
 
-  Result<bool> finish() {
-    if (relative_ == 0 && args_.op == ReduceOp::kAvg) {
-      FTCOMM_RETURN_IF_ERROR(finishAverage(args_.dtype, args_.recv, args_.count, n_));
-    }
-    return true;
-  }
+  // Only the root holds the result.
+  Result<bool> finish() { return relative_ == 0 ? finishReduction(args_.recv, args_.count) : true; }
 
   const int n_;
   const int relative_;

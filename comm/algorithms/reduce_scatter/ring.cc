@@ -29,7 +29,7 @@ class RingReduceScatter final : public TaskBase {
       auto done = stepDone();
       if (!done.ok()) return done.status();
       if (!*done) return false;
-      FTCOMM_RETURN_IF_ERROR(reduceInto(args_.dtype, reduceOp(), block(wrap(rank_ - step_ - 2)),
+      FTCOMM_RETURN_IF_ERROR(reduceInto(args_.dtype, args_.op, block(wrap(rank_ - step_ - 2)),
                                         scratch_.data(), args_.count));
       if (++step_ == n_ - 1) return finish();
       postStep();
@@ -37,8 +37,6 @@ class RingReduceScatter final : public TaskBase {
   }
 
  private:
-  int wrap(int r) const { return ((r % n_) + n_) % n_; }
-  ReduceOp reduceOp() const { return args_.op == ReduceOp::kAvg ? ReduceOp::kSum : args_.op; }
   std::size_t blockBytes() const { return args_.count * elementBytes_; }
   std::byte* block(int index) {
     return accumulator_.data() + static_cast<std::size_t>(index) * blockBytes();
@@ -53,10 +51,7 @@ class RingReduceScatter final : public TaskBase {
 
   Result<bool> finish() {
     if (blockBytes() > 0) std::memcpy(args_.recv, block(rank_), blockBytes());
-    if (args_.op == ReduceOp::kAvg) {
-      FTCOMM_RETURN_IF_ERROR(finishAverage(args_.dtype, args_.recv, args_.count, n_));
-    }
-    return true;
+    return finishReduction(args_.recv, args_.count);
   }
 
   const int n_;
