@@ -130,8 +130,10 @@ std::uint64_t UcxTransport::ucxTag(int sender, MessageTag tag) const {
          (std::uint64_t(static_cast<std::uint32_t>(sender)) << 28) | tag.slot;
 }
 
-RequestPtr UcxTransport::start(PendingOp* op,
-                               const std::function<void*(ucp_request_param_t&)>& post) {
+// A template, not std::function: the posting lambda's captures would cost a heap allocation per
+// message.
+template <typename Post>
+RequestPtr UcxTransport::start(PendingOp* op, Post&& post) {
   RequestPtr result = op->request;
   pending_.insert(op);
   ucp_request_param_t param{};

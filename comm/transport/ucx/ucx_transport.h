@@ -7,7 +7,6 @@
 // Thread-safety: none (see transport.h).
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -46,8 +45,8 @@ class UcxTransport final : public transport::Transport {
   static transport::RequestPtr refused(Status why);
   Status checkPeer(int peer, transport::MessageTag tag) const;
   // Registers `op`, posts it to UCX through `post`, and finishes it if it completed at once.
-  transport::RequestPtr start(PendingOp* op,
-                              const std::function<void*(ucp_request_param_t&)>& post);
+  template <typename Post>
+  transport::RequestPtr start(PendingOp* op, Post&& post);
   std::uint64_t ucxTag(int sender, transport::MessageTag tag) const;
   void finish(PendingOp* op, ucs_status_t status, std::size_t bytes);
   friend struct OpCallbacks;
