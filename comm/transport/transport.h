@@ -9,6 +9,10 @@
 // each epoch its own), the slot separates operations within one (a collective's sequence number
 // and step, or a point-to-point tag).
 //
+// Headers: every message carries the sender's OpSignature (op_signature.h) ahead of its data; a
+// receive completes with Mismatch when the signature disagrees with its own, when a collective's
+// message does not fill the receive exactly, or when any message is longer than the buffer.
+//
 // Failure: the first error seen on a peer (a transport error, or failPeer() from the rendezvous)
 // completes every pending request that involves that peer with PeerFailed, and every later one
 // at once. Nothing waits for a dead peer.
@@ -23,6 +27,7 @@
 #include <memory>
 
 #include "ftcomm/status.h"
+#include "transport/op_signature.h"
 
 namespace ftcomm::transport {
 
@@ -30,8 +35,13 @@ using Clock = std::chrono::steady_clock;
 
 struct MessageTag {
   static constexpr std::uint32_t kMaxSlot = (1u << 28) - 1;
+  MessageTag() = default;
+  MessageTag(std::uint16_t c, std::uint32_t s, OpSignature sig = {})
+      : channel(c), slot(s), signature(sig) {}
+
   std::uint16_t channel = 0;
   std::uint32_t slot = 0;  // at most kMaxSlot
+  OpSignature signature;   // sent with the message; checked by the receiver
 };
 
 // One nonblocking send or receive. Completed exactly once; the first completion wins.
@@ -74,6 +84,13 @@ class Transport {
   // Makes progress until some request completed or `deadline` passed; sleeps (does not spin)
   // while nothing happens.
   virtual void progressUntil(Clock::time_point deadline) = 0;
+
+  // Completes a pending request with Cancelled and withdraws it, so that nothing is written into
+  // its buffer afterwards (a send already handed to the network may still go out). No-op when
+  // the request is done.
+  virtual void cancel(const RequestPtr& request) = 0;
+  // cancel() for every pending request, completing each with `why`.
+  virtual void cancelAll(const Status& why) = 0;
 
   // Ok while the peer is usable; else why not.
   virtual Status peerStatus(int peer) const = 0;

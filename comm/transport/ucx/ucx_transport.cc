@@ -6,12 +6,29 @@ using transport::MessageTag;
 using transport::RequestPtr;
 using transport::TransportRequest;
 
+namespace {
+
+// Ahead of every message's data (transport.h).
+struct WireHeader {
+  static constexpr std::uint32_t kMagic = 0x46544d31;  // "FTM1"
+  std::uint32_t magic = kMagic;
+  std::uint32_t reserved = 0;
+  transport::OpSignature signature;
+};
+static_assert(sizeof(WireHeader) == 32);
+
+}  // namespace
+
 struct UcxTransport::PendingOp {
   UcxTransport* owner;  // null once the transport is gone: the op then only cleans up
   RequestPtr request;
   int peer;
   bool receive;
   std::size_t bytes;  // sent, or the receive's capacity
+  transport::OpSignature signature;
+  // The message is the header, then the data: one UCX message of two pieces.
+  WireHeader header;
+  ucp_dt_iov_t iov[2]{};
   void* ucxRequest = nullptr;
   ucp_tag_recv_info_t info{};
   // Seen with UCX 1.13: a receive of a message already waiting in the unexpected queue may
@@ -147,6 +164,8 @@ RequestPtr UcxTransport::start(PendingOp* op, Post&& post) {
   } else {
     param.cb.send = &OpCallbacks::sent;
   }
+  param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+  param.datatype = ucp_dt_make_iov();
   op->inCall = true;
   void* request = post(param);
   op->inCall = false;
@@ -164,33 +183,76 @@ RequestPtr UcxTransport::start(PendingOp* op, Post&& post) {
 
 RequestPtr UcxTransport::send(int peer, MessageTag tag, const void* data, std::size_t bytes) {
   if (Status s = checkPeer(peer, tag); !s.ok()) return refused(std::move(s));
-  auto* op = new PendingOp{this, std::make_shared<TransportRequest>(), peer, false, bytes};
+  auto* op = newOp(peer, false, tag, const_cast<void*>(data), bytes);
+  op->header.signature = tag.signature;
   ucp_ep_h ep = peers_[static_cast<std::size_t>(peer)].endpoint->handle();
   const std::uint64_t ucx = ucxTag(rank_, tag);
   return start(op, [&](ucp_request_param_t& param) {
-    return ucp_tag_send_nbx(ep, data, bytes, ucx, &param);
+    return ucp_tag_send_nbx(ep, op->iov, bytes > 0 ? 2 : 1, ucx, &param);
   });
 }
 
 RequestPtr UcxTransport::recv(int peer, MessageTag tag, void* data, std::size_t capacity) {
   if (Status s = checkPeer(peer, tag); !s.ok()) return refused(std::move(s));
-  auto* op = new PendingOp{this, std::make_shared<TransportRequest>(), peer, true, capacity};
+  auto* op = newOp(peer, true, tag, data, capacity);
   const std::uint64_t ucx = ucxTag(peer, tag);
   return start(op, [&](ucp_request_param_t& param) {
-    return ucp_tag_recv_nbx(worker_->handle(), data, capacity, ucx, ~std::uint64_t{0}, &param);
+    return ucp_tag_recv_nbx(worker_->handle(), op->iov, capacity > 0 ? 2 : 1, ucx,
+                            ~std::uint64_t{0}, &param);
   });
+}
+
+UcxTransport::PendingOp* UcxTransport::newOp(int peer, bool receive, MessageTag tag, void* data,
+                                             std::size_t bytes) {
+  auto* op = new PendingOp{
+      this,        std::make_shared<TransportRequest>(), peer, receive, bytes, tag.signature,
+      WireHeader{}};
+  op->iov[0] = {&op->header, sizeof(WireHeader)};
+  op->iov[1] = {data, bytes};
+  return op;
+}
+
+// Ok, or why a received message does not belong in this receive (transport.h).
+Status UcxTransport::checkReceived(const PendingOp& op, std::size_t bytes) const {
+  const std::string who = "rank " + std::to_string(op.peer);
+  if (bytes < sizeof(WireHeader) || op.header.magic != WireHeader::kMagic) {
+    return Status(StatusCode::kMismatch, "a malformed message from " + who + " (" +
+                                             std::to_string(bytes) + " bytes, no ftcomm header)");
+  }
+  const transport::OpSignature& theirs = op.header.signature;
+  if (!transport::signaturesAgree(op.signature, theirs)) {
+    return Status(StatusCode::kMismatch, who + " called " + transport::describe(theirs) +
+                                             " where rank " + std::to_string(rank_) + " called " +
+                                             transport::describe(op.signature));
+  }
+  const std::size_t payload = bytes - sizeof(WireHeader);
+  if (op.signature.kind != transport::OpKind::kPointToPoint &&
+      op.signature.kind != transport::OpKind::kControl && payload != op.bytes) {
+    return Status(StatusCode::kMismatch, who + " sent " + std::to_string(payload) +
+                                             " bytes where rank " + std::to_string(rank_) +
+                                             " expects " + std::to_string(op.bytes) + " in " +
+                                             transport::describe(op.signature));
+  }
+  return Status::Ok();
 }
 
 void UcxTransport::finish(PendingOp* op, ucs_status_t status, std::size_t bytes) {
   const std::string who = "rank " + std::to_string(op->peer);
   switch (status) {
     case UCS_OK:
-      op->request->complete(Status::Ok(), bytes);
+      if (!op->receive) {
+        op->request->complete(Status::Ok(), op->bytes);
+      } else if (Status s = checkReceived(*op, bytes); !s.ok()) {
+        op->request->complete(std::move(s), 0);
+      } else {
+        op->request->complete(Status::Ok(), bytes - sizeof(WireHeader));
+      }
       break;
     case UCS_ERR_MESSAGE_TRUNCATED:
       op->request->complete(
           Status(StatusCode::kMismatch, "a message from " + who + " is longer than the " +
-                                            std::to_string(op->bytes) + "-byte receive buffer"),
+                                            std::to_string(op->bytes) + "-byte receive buffer of " +
+                                            transport::describe(op->signature)),
           0);
       break;
     case UCS_ERR_CANCELED:
@@ -217,6 +279,30 @@ void UcxTransport::progressUntil(transport::Clock::time_point deadline) {
   }
 }
 
+void UcxTransport::cancel(const RequestPtr& request) {
+  for (PendingOp* op : pending_) {
+    if (op->request == request) {
+      withdraw(op, cancelled("cancelled"));
+      return;
+    }
+  }
+}
+
+void UcxTransport::cancelAll(const Status& why) {
+  std::vector<PendingOp*> all(pending_.begin(), pending_.end());
+  for (PendingOp* op : all) withdraw(op, why);
+}
+
+// Completes `op` now. A receive is cancelled in UCX (the callback that follows finds it done and
+// frees it); a send cannot be recalled, and ends when the network is done with it.
+void UcxTransport::withdraw(PendingOp* op, const Status& why) {
+  if (op->request->done()) return;
+  op->request->complete(why, 0);
+  ++completions_;
+  if (op->receive && op->ucxRequest != nullptr)
+    ucp_request_cancel(worker_->handle(), op->ucxRequest);
+}
+
 Status UcxTransport::peerStatus(int peer) const {
   if (peer < 0 || peer >= size())
     return invalidArgument("peer rank " + std::to_string(peer) + " out of range");
@@ -235,12 +321,7 @@ void UcxTransport::failPeer(int peer, const Status& why) {
   for (PendingOp* op : pending_) {
     if (op->peer == peer) affected.push_back(op);
   }
-  for (PendingOp* op : affected) {
-    op->request->complete(p.failure, 0);
-    ++completions_;
-    if (op->receive && op->ucxRequest != nullptr)
-      ucp_request_cancel(worker_->handle(), op->ucxRequest);
-  }
+  for (PendingOp* op : affected) withdraw(op, p.failure);
 }
 
 }  // namespace ftcomm::ucx

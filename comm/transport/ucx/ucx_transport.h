@@ -33,6 +33,8 @@ class UcxTransport final : public transport::Transport {
   transport::RequestPtr recv(int peer, transport::MessageTag tag, void* data,
                              std::size_t capacity) override;
   void progressUntil(transport::Clock::time_point deadline) override;
+  void cancel(const transport::RequestPtr& request) override;
+  void cancelAll(const Status& why) override;
   Status peerStatus(int peer) const override;
   void failPeer(int peer, const Status& why) override;
 
@@ -48,6 +50,10 @@ class UcxTransport final : public transport::Transport {
   template <typename Post>
   transport::RequestPtr start(PendingOp* op, Post&& post);
   std::uint64_t ucxTag(int sender, transport::MessageTag tag) const;
+  PendingOp* newOp(int peer, bool receive, transport::MessageTag tag, void* data,
+                   std::size_t bytes);
+  Status checkReceived(const PendingOp& op, std::size_t bytes) const;
+  void withdraw(PendingOp* op, const Status& why);
   void finish(PendingOp* op, ucs_status_t status, std::size_t bytes);
   friend struct OpCallbacks;
 

@@ -48,7 +48,7 @@ Result<std::shared_ptr<UcxWorker>> UcxWorker::create() {
 
   ucp_worker_params_t workerParams{};
   workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  workerParams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   if (s = ucp_worker_create(self->context_, &workerParams, &self->worker_); s != UCS_OK) {
     return ucxError("ucp_worker_create", s);
   }
@@ -113,6 +113,10 @@ bool UcxWorker::progress() {
   bool any = false;
   while (ucp_worker_progress(worker_) != 0) any = true;
   return any;
+}
+
+bool UcxWorker::arm() {
+  return ucp_worker_arm(worker_) == UCS_OK;
 }
 
 void UcxWorker::waitForEvents(Clock::time_point deadline) {

@@ -5,7 +5,8 @@
 // completes requests with an error instead of leaving them hanging (DESIGN.md's measured facts),
 // and the endpoint's error reaches every transport that listens on it.
 //
-// Thread-safety: none; the communicator's progress thread owns the worker (UCS_THREAD_MODE_SINGLE).
+// Thread-safety: none; callers serialize every call (UCS_THREAD_MODE_SERIALIZED): the engine's
+// mutex lets its progress thread and a waiting application thread take turns.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -62,6 +63,10 @@ class UcxWorker {
 
   // One round of progress; true when anything happened.
   bool progress();
+  // For a thread that sleeps on the worker with other fds: arm() says whether it may (false:
+  // events are pending, progress first), then it polls eventFd().
+  bool arm();
+  int eventFd() const { return eventFd_; }
   // Sleeps on the worker's event fd until an event arrives or `deadline` passes.
   void waitForEvents(Clock::time_point deadline);
 
