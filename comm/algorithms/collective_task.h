@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct CollectiveArgs {
   std::size_t count = 0;  // elements per rank (allreduce: of the whole vector)
   int root = 0;
   transport::MessageTag tag;
+  // allGatherV: recvCounts/recvDispls (elements) place each rank's block. allToAllV: all four,
+  // by peer. Owned by the caller for the task's lifetime.
+  std::span<const std::size_t> sendCounts, sendDispls, recvCounts, recvDispls;
 };
 
 class CollectiveTask {

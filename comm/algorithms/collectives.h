@@ -29,5 +29,13 @@ std::unique_ptr<CollectiveTask> makeRingReduceScatter(transport::Transport& tran
                                                       const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makePairwiseAllToAll(transport::Transport& transport,
                                                      const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeLinearGather(transport::Transport& transport,
+                                                 const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeLinearScatter(transport::Transport& transport,
+                                                  const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeRingAllGatherV(transport::Transport& transport,
+                                                   const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makePairwiseAllToAllV(transport::Transport& transport,
+                                                      const CollectiveArgs& args);
 
 }  // namespace ftcomm::algorithms

@@ -40,6 +40,17 @@ const std::array kAlgorithms{
                   &makeRingReduceScatter},
     AlgorithmInfo{Collective::kAllToAll, "pairwise",
                   "step s pairs rank r with r+s and r-s; n-1 steps", &makePairwiseAllToAll},
+    AlgorithmInfo{Collective::kGather, "linear",
+                  "every rank sends its block straight to the root; 1 step, root receives n-1",
+                  &makeLinearGather},
+    AlgorithmInfo{Collective::kScatter, "linear",
+                  "the root sends each rank its block; 1 step, root sends n-1", &makeLinearScatter},
+    AlgorithmInfo{Collective::kAllGatherV, "ring",
+                  "each rank's block, of its own size, once around a ring; n-1 steps",
+                  &makeRingAllGatherV},
+    AlgorithmInfo{Collective::kAllToAllV, "pairwise",
+                  "step s pairs rank r with r+s and r-s, blocks of any size; n-1 steps",
+                  &makePairwiseAllToAllV},
 };
 
 // Defaults until the performance issue measures better ones. Below kAllReduceSmallBytes a
@@ -50,12 +61,13 @@ constexpr std::size_t kAllReduceMediumBytes = 4 << 20;
 constexpr std::size_t kAllGatherSmallBytes = 64 * 1024;  // the bytes of the whole result
 
 // The variable that names a collective's algorithm, by Collective's value.
-constexpr std::array<const char*, 7> kAlgorithmVariables{
-    "FTCOMM_ALGO_ALLREDUCE", "FTCOMM_ALGO_BROADCAST", "FTCOMM_ALGO_ALLGATHER",
-    "FTCOMM_ALGO_BARRIER",   "FTCOMM_ALGO_REDUCE",    "FTCOMM_ALGO_REDUCESCATTER",
-    "FTCOMM_ALGO_ALLTOALL"};
+constexpr std::array<const char*, 11> kAlgorithmVariables{
+    "FTCOMM_ALGO_ALLREDUCE",  "FTCOMM_ALGO_BROADCAST", "FTCOMM_ALGO_ALLGATHER",
+    "FTCOMM_ALGO_BARRIER",    "FTCOMM_ALGO_REDUCE",    "FTCOMM_ALGO_REDUCESCATTER",
+    "FTCOMM_ALGO_ALLTOALL",   "FTCOMM_ALGO_GATHER",    "FTCOMM_ALGO_SCATTER",
+    "FTCOMM_ALGO_ALLGATHERV", "FTCOMM_ALGO_ALLTOALLV"};
 
-static_assert(kAlgorithmVariables.size() == static_cast<std::size_t>(Collective::kAllToAll) + 1,
+static_assert(kAlgorithmVariables.size() == static_cast<std::size_t>(Collective::kAllToAllV) + 1,
               "one FTCOMM_ALGO_ variable per Collective");
 
 const char* environmentVariable(Collective collective) {

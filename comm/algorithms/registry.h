@@ -19,6 +19,10 @@ enum class Collective {
   kReduce,
   kReduceScatter,
   kAllToAll,
+  kGather,
+  kScatter,
+  kAllGatherV,
+  kAllToAllV,
 };
 
 using TaskFactory = std::unique_ptr<CollectiveTask> (*)(transport::Transport&,

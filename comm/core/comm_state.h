@@ -1,0 +1,70 @@
+// One communicator's state, shared by its Communicator object and its operations in flight
+// (which keep it, and so its transport, alive until they end).
+//
+// Thread-safety: the fields below `mutable under the engine's mutex` are changed only with the
+// engine's mutex held; the rest is fixed at creation.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+#include "ftcomm/status.h"
+#include "rendezvous/client.h"
+#include "transport/transport.h"
+
+namespace ftcomm::detail {
+
+class CommState {
+ public:
+  ~CommState();  // closes the transport if nobody did (under the engine's mutex)
+
+  std::shared_ptr<Engine> engine;
+  // The world's rendezvous membership, shared by its split children.
+  std::shared_ptr<rendezvous::RendezvousClient> rendezvous;
+  std::uint64_t id = 0;
+  std::string name;
+  std::uint64_t parentId = 0;
+  std::uint64_t epoch = 0;
+  int rank = 0;
+  int size = 1;
+  std::vector<int> worldRanks;         // by rank
+  std::vector<int> parentRanks;        // by rank
+  std::vector<std::string> addresses;  // UCX worker addresses by rank
+  std::uint16_t channel = 0;
+  std::chrono::milliseconds opTimeout{300000};
+  std::unique_ptr<transport::Transport> transport;
+
+  // Mutable under the engine's mutex.
+  std::uint64_t collectiveSeq = 0;
+  std::uint64_t p2pSeq = 0;
+  Status broken;  // Ok while usable
+  struct Control {
+    std::array<char, 1024> buffer{};
+    transport::RequestPtr request;
+  };
+  std::vector<Control> controls;  // by peer rank
+  std::string notice;             // the failure notice sent to the others, while it is sent
+
+  // "allReduce #7 of world (epoch 1)"
+  std::string describe(const char* op, std::uint64_t seq) const;
+  // Tells the flight recorder about this communicator.
+  void registerWithRecorder() const;
+};
+
+// The tag slot of a collective and of a point-to-point tag; the control slot is MessageTag's
+// kMaxSlot. Collectives use the low 2^27 slots (their sequence number wraps there), send/recv
+// the high ones.
+inline std::uint32_t collectiveSlot(std::uint64_t seq) {
+  return static_cast<std::uint32_t>(seq & ((1u << 27) - 1));
+}
+inline std::uint32_t pointToPointSlot(int tag) {
+  return (1u << 27) | static_cast<std::uint32_t>(tag);
+}
+constexpr std::uint32_t kControlSlot = transport::MessageTag::kMaxSlot;
+
+}  // namespace ftcomm::detail

@@ -1,0 +1,272 @@
+#include "core/engine.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/comm_state.h"
+#include "recorder/flight_recorder.h"
+
+namespace ftcomm::detail {
+
+namespace {
+
+// What a control message says: a member's operation `seq` failed with `code`, so the
+// communicator is broken there. Text: "<code> <seq> <message>".
+std::string encodeNotice(const Status& why, std::uint64_t seq) {
+  return std::to_string(static_cast<int>(why.code())) + " " + std::to_string(seq) + " " +
+         why.message();
+}
+
+Status decodeNotice(const char* data, std::size_t bytes, int sender, std::uint64_t* seq) {
+  const std::string text(data, bytes);
+  int code = 0;
+  unsigned long long parsedSeq = 0;
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%d %llu %n", &code, &parsedSeq, &consumed) < 2 ||
+      code <= static_cast<int>(StatusCode::kOk) || code > static_cast<int>(StatusCode::kInternal)) {
+    *seq = 0;
+    return Status(StatusCode::kRevoked,
+                  "rank " + std::to_string(sender) + " sent a malformed failure notice");
+  }
+  *seq = parsedSeq;
+  return Status(static_cast<StatusCode>(code), "rank " + std::to_string(sender) + ": " +
+                                                   text.substr(static_cast<std::size_t>(consumed)));
+}
+
+const transport::OpSignature kControlSignature{transport::OpKind::kControl};
+
+}  // namespace
+
+Result<std::shared_ptr<Engine>> Engine::instance() {
+  static std::mutex mu;
+  static std::weak_ptr<Engine> current;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto engine = current.lock()) return engine;
+  auto worker = ucx::UcxWorker::create();
+  if (!worker.ok()) return worker.status();
+  std::shared_ptr<Engine> engine(new Engine());
+  engine->worker_ = std::move(worker).value();
+  engine->address_ = engine->worker_->address();
+  engine->wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (engine->wakeFd_ < 0) return internalError(std::string("eventfd: ") + std::strerror(errno));
+  engine->channelsTaken_[0] = true;  // channel 0: never a communicator's
+  engine->thread_ = std::thread([raw = engine.get()] { raw->run(); });
+  current = engine;
+  return engine;
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    ops_.clear();
+  }
+  wake();
+  if (thread_.joinable()) {
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
+  }
+  if (wakeFd_ >= 0) ::close(wakeFd_);
+}
+
+void Engine::wake() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wakeFd_, &one, sizeof one);
+}
+
+void Engine::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    if (pollLocked()) continue;
+    auto until = Clock::now() + std::chrono::seconds(1);
+    for (const auto& op : ops_) until = std::min(until, op->deadline);
+    if (!worker_->arm()) continue;  // events arrived meanwhile: progress first
+    sleepingUntil_ = until;
+    lock.unlock();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+    pollfd fds[2] = {{worker_->eventFd(), POLLIN, 0}, {wakeFd_, POLLIN, 0}};
+    ::poll(fds, 2, static_cast<int>(std::max<long long>(left.count() + 1, 0)));
+    std::uint64_t drained = 0;
+    [[maybe_unused]] ssize_t n = ::read(wakeFd_, &drained, sizeof drained);
+    lock.lock();
+    sleepingUntil_ = {};
+  }
+}
+
+bool Engine::tryProgress() {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  return pollLocked();
+}
+
+void Engine::startLocked(std::unique_ptr<Operation> op) {
+  op->work->markStarted();
+  Operation& started = *op;
+  ops_.push_back(std::move(op));
+  if (sleepingUntil_ != Clock::time_point{} && started.deadline < sleepingUntil_) wake();
+  pollLocked();
+}
+
+void Engine::attachLocked(const std::shared_ptr<CommState>& comm) {
+  comms_.push_back(comm);
+  if (comm->size <= 1) return;
+  comm->controls.resize(static_cast<std::size_t>(comm->size));
+  for (int peer = 0; peer < comm->size; ++peer) {
+    if (peer == comm->rank) continue;
+    auto& control = comm->controls[static_cast<std::size_t>(peer)];
+    control.request = comm->transport->recv(peer, {comm->channel, kControlSlot, kControlSignature},
+                                            control.buffer.data(), control.buffer.size());
+  }
+}
+
+bool Engine::pollLocked() {
+  bool moved = worker_->progress();
+  for (auto it = comms_.begin(); it != comms_.end();) {
+    auto comm = it->lock();
+    if (!comm) {
+      it = comms_.erase(it);
+      continue;
+    }
+    if (comm->broken.ok()) moved |= pollControlsLocked(*comm);
+    ++it;
+  }
+  const auto now = Clock::now();
+  for (auto& op : ops_) {
+    if (op->work->done()) continue;
+    if (op->task) {
+      Result<bool> done = op->task->advance();
+      if (!done.ok()) {
+        breakLocked(*op->comm,
+                    Status(done.status().code(), op->what + ": " + done.status().message()),
+                    op->seq, true);
+      } else if (*done) {
+        op->work->complete(Status::Ok());
+      }
+    } else if (op->request->done()) {
+      const Status& s = op->request->status();
+      op->work->complete(s.ok() ? s : Status(s.code(), op->what + ": " + s.message()),
+                         op->request->bytes());
+    }
+    if (op->work->done()) {
+      moved = true;
+    } else if (now >= op->deadline) {
+      moved = true;
+      const Status late = timeoutError(op->what + " did not complete within its " +
+                                       std::to_string(op->timeout.count()) + " ms deadline");
+      if (op->collective) {
+        breakLocked(*op->comm, late, op->seq, true);
+      } else {
+        op->comm->transport->cancel(op->request);
+        op->work->complete(late);
+        (void)recorder::FlightRecorder::process().dump(late.toString());
+      }
+    }
+  }
+  sweepLocked();
+  return moved;
+}
+
+bool Engine::pollControlsLocked(CommState& comm) {
+  for (int peer = 0; peer < static_cast<int>(comm.controls.size()); ++peer) {
+    auto& control = comm.controls[static_cast<std::size_t>(peer)];
+    if (!control.request || !control.request->done()) continue;
+    const Status& s = control.request->status();
+    if (s.ok()) {
+      std::uint64_t seq = 0;
+      Status why = decodeNotice(control.buffer.data(), control.request->bytes(), peer, &seq);
+      breakLocked(comm, why, seq, false);
+    } else if (s.code() != StatusCode::kCancelled) {
+      breakLocked(comm, s, 0, true);
+    }
+    return true;
+  }
+  return false;
+}
+
+void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool tellPeers) {
+  if (!comm.broken.ok()) return;
+  comm.broken = why;
+  const Status revoked(StatusCode::kRevoked, "communicator " + comm.name + " (epoch " +
+                                                 std::to_string(comm.epoch) +
+                                                 ") is unusable: " + why.toString());
+  for (auto& op : ops_) {
+    if (op->comm.get() != &comm || op->work->done()) continue;
+    op->work->complete(op->collective && op->seq == seq ? why : revoked);
+  }
+  if (comm.transport) {
+    comm.transport->cancelAll(revoked);
+    if (tellPeers) {
+      comm.notice = encodeNotice(why, seq);
+      if (comm.notice.size() > CommState::Control{}.buffer.size()) {
+        comm.notice.resize(CommState::Control{}.buffer.size());
+      }
+      for (int peer = 0; peer < comm.size; ++peer) {
+        if (peer == comm.rank) continue;
+        (void)comm.transport->send(peer, {comm.channel, kControlSlot, kControlSignature},
+                                   comm.notice.data(), comm.notice.size());
+      }
+    }
+  }
+  (void)recorder::FlightRecorder::process().dump(revoked.message());
+}
+
+void Engine::closeLocked(CommState& comm) {
+  const Status closed = cancelled("communicator " + comm.name + " was destroyed");
+  for (auto& op : ops_) {
+    if (op->comm.get() == &comm) op->work->complete(closed);
+  }
+  sweepLocked();
+  if (comm.broken.ok()) comm.broken = closed;
+  comm.transport.reset();
+}
+
+void Engine::memberFailed(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                          int worldRank, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& weak : comms_) {
+    auto comm = weak.lock();
+    if (!comm || comm->rendezvous != client || !comm->broken.ok() || !comm->transport) continue;
+    const auto it = std::find(comm->worldRanks.begin(), comm->worldRanks.end(), worldRank);
+    if (it == comm->worldRanks.end()) continue;
+    comm->transport->failPeer(static_cast<int>(it - comm->worldRanks.begin()),
+                              Status(StatusCode::kPeerFailed, reason));
+  }
+  wake();
+}
+
+void Engine::sweepLocked() {
+  ops_.remove_if([](const std::unique_ptr<Operation>& op) { return op->work->done(); });
+}
+
+Result<std::uint16_t> Engine::proposeChannel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (nextChannel_ < channelsTaken_.size() && channelsTaken_[nextChannel_]) ++nextChannel_;
+  if (nextChannel_ >= channelsTaken_.size()) {
+    return resourceExhausted("this process has made 65535 communicators; channels are used up");
+  }
+  channelsTaken_[nextChannel_] = true;
+  return static_cast<std::uint16_t>(nextChannel_++);
+}
+
+Status Engine::claimChannel(std::uint16_t proposed, std::uint16_t chosen) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (chosen == proposed) return Status::Ok();
+  if (chosen < proposed || channelsTaken_[chosen]) {
+    return failedPrecondition(
+        "channel " + std::to_string(chosen) +
+        " agreed for a new communicator is taken in this process: members created or split "
+        "communicators in different orders");
+  }
+  channelsTaken_[chosen] = true;
+  nextChannel_ = std::max<std::uint32_t>(nextChannel_, chosen + 1u);
+  return Status::Ok();
+}
+
+}  // namespace ftcomm::detail

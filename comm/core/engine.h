@@ -1,0 +1,91 @@
+// The progress engine: one per process, shared by every communicator. It owns the UCX worker
+// and the operations in flight, and advances them from a progress thread that sleeps on the
+// worker's event fd when nothing happens (2 cores, 8 ranks: nothing may spin), and from any
+// thread waiting on a Work, which drives progress itself for a few microseconds first (a small
+// operation then completes without two thread switches).
+//
+// Failure handling lives here because it must reach every operation of a communicator at once:
+// a collective that fails (Mismatch, a dead peer, a deadline) breaks its communicator — every
+// pending operation of it fails, pending receives are withdrawn, the flight recorder dumps, and
+// the other members are told through a control message, so that all of them fail too instead
+// of waiting for messages that will never come.
+//
+// Thread-safety: every public method may be called from any thread; members marked Locked need
+// mutex() held.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/operation.h"
+#include "ftcomm/status.h"
+#include "transport/ucx/ucx_worker.h"
+
+namespace ftcomm::rendezvous {
+class RendezvousClient;
+}
+
+namespace ftcomm::detail {
+
+class Engine {
+ public:
+  // The process's engine, created on first use and shared while anyone holds it.
+  static Result<std::shared_ptr<Engine>> instance();
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  std::mutex& mutex() { return mu_; }
+  const std::shared_ptr<ucx::UcxWorker>& workerLocked() { return worker_; }
+  const std::string& address() const { return address_; }
+
+  // Starts an operation: advances it once and keeps it until it ends.
+  void startLocked(std::unique_ptr<Operation> op);
+  // Listens to a communicator's control messages (engine.h's failure handling).
+  void attachLocked(const std::shared_ptr<CommState>& comm);
+  // Breaks `comm`: the operation `seq` fails with `why`, every other pending one with Revoked.
+  // Tells the other members when `tellPeers`.
+  void breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool tellPeers);
+  // Ends a communicator: its pending operations fail with Cancelled and are dropped, and its
+  // transport is closed.
+  void closeLocked(CommState& comm);
+  // A member of some communicators died (the rendezvous said so); by world rank.
+  void memberFailed(const std::shared_ptr<rendezvous::RendezvousClient>& client, int worldRank,
+                    const std::string& reason);
+
+  // One round of progress if no other thread is making it; true when anything moved.
+  bool tryProgress();
+
+  // Communicator channels (transport.h's MessageTag::channel) are agreed among members: each
+  // proposes one it reserved, the largest proposal wins, and every member claims it.
+  Result<std::uint16_t> proposeChannel();
+  // Fails when `channel` is already taken here: communicators were created in different orders.
+  Status claimChannel(std::uint16_t proposed, std::uint16_t chosen);
+
+ private:
+  Engine() = default;
+  void run();
+  bool pollLocked();
+  bool pollControlsLocked(CommState& comm);
+  void sweepLocked();
+  void wake();
+
+  std::mutex mu_;
+  std::shared_ptr<ucx::UcxWorker> worker_;
+  std::string address_;
+  std::list<std::unique_ptr<Operation>> ops_;
+  std::vector<std::weak_ptr<CommState>> comms_;
+  std::uint32_t nextChannel_ = 1;
+  std::vector<bool> channelsTaken_ = std::vector<bool>(1 << 16, false);
+  int wakeFd_ = -1;
+  bool stopping_ = false;
+  Clock::time_point sleepingUntil_{};
+  std::thread thread_;
+};
+
+}  // namespace ftcomm::detail

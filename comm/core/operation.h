@@ -1,0 +1,34 @@
+// One operation in flight on the engine: a collective's schedule or a point-to-point request,
+// its Work, its deadline, and what its schedule points into (counts of the V collectives).
+//
+// Thread-safety: owned by the engine, under its mutex.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/collective_task.h"
+#include "core/work_state.h"
+#include "transport/transport.h"
+
+namespace ftcomm::detail {
+
+class CommState;
+
+struct Operation {
+  std::shared_ptr<CommState> comm;
+  std::shared_ptr<WorkState> work;
+  Clock::time_point deadline;
+  std::chrono::milliseconds timeout{0};  // what the deadline was set from, for the error
+  std::string what;                      // "allReduce #7 of world (epoch 1)", for errors
+  std::uint64_t seq = 0;
+  bool collective = true;
+  std::unique_ptr<algorithms::CollectiveTask> task;  // collectives
+  transport::RequestPtr request;                     // send / recv
+  std::vector<std::size_t> counts;                   // storage the task's spans point into
+};
+
+}  // namespace ftcomm::detail

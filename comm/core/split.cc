@@ -1,0 +1,193 @@
+// Eager split. Every member contributes (color, key, a proposed channel, a hash of the rank
+// list) through an allgather on the parent, recorded as SPLIT; the child's members, order and
+// channel follow from the gathered table alone, so every member computes the same child. The
+// child's transport reuses the parent's endpoints, which were wired up when the world was
+// created, so the child is fully connected when split returns.
+#include <algorithm>
+#include <array>
+#include <numeric>
+
+#include "core/pending.h"
+#include "core/submit.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace ftcomm {
+
+namespace {
+
+using detail::CommState;
+
+constexpr std::size_t kFields = 4;  // color, key, proposed channel, hash of the rank list
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+class PendingSplit final : public PendingCommunicator::Impl {
+ public:
+  PendingSplit(std::shared_ptr<CommState> parent, int color, std::uint64_t listHash,
+               std::uint16_t proposed)
+      : parent_(std::move(parent)),
+        color_(color),
+        proposed_(proposed),
+        table_(kFields * static_cast<std::size_t>(parent_->size)) {
+    mine_ = {color, 0, proposed, static_cast<std::int64_t>(listHash)};
+  }
+  void setKey(int key) { mine_[1] = key; }
+
+  void start(const OpOptions& options) {
+    detail::CollectiveCall c;
+    c.name = "split";
+    c.kind = transport::OpKind::kSplit;
+    c.recordOp = recorder::v1::SPLIT;
+    c.collective = algorithms::Collective::kAllGather;
+    c.args.dtype = DataType::kInt64;
+    c.args.send = mine_.data();
+    c.args.recv = table_.data();
+    c.args.count = kFields;
+    c.args.root = -1;
+    c.choiceBytes = table_.size() * sizeof(std::int64_t);
+    c.countIn = kFields;
+    c.countOut = table_.size();
+    work_ = detail::submitCollective(parent_, std::move(c), options, Status::Ok());
+  }
+
+  bool ready() override { return work_.test(); }
+
+  Result<std::unique_ptr<Communicator>> take(std::chrono::milliseconds timeout) override {
+    if (taken_) return failedPrecondition("this communicator was already taken");
+    Status s = work_.wait(timeout);
+    if (s.code() == StatusCode::kTimeout && !work_.test()) return s;
+    taken_ = true;
+    if (!s.ok()) return s;
+    return finish();
+  }
+
+ private:
+  std::int64_t field(int rank, std::size_t f) const {
+    return table_[static_cast<std::size_t>(rank) * kFields + f];
+  }
+
+  Result<std::unique_ptr<Communicator>> finish() {
+    const int n = parent_->size;
+    std::int64_t chosen = 0;
+    for (int r = 0; r < n; ++r) {
+      if (field(r, 3) != mine_[3]) {
+        return Status(StatusCode::kMismatch, "split: rank " + std::to_string(r) + " of " +
+                                                 parent_->name +
+                                                 " passed a different rank list than rank " +
+                                                 std::to_string(parent_->rank));
+      }
+      chosen = std::max(chosen, field(r, 2));
+    }
+    if (chosen <= 0 || chosen > 0xffff) return internalError("split: a malformed channel");
+    if (color_ == Communicator::kNoColor) return std::unique_ptr<Communicator>();
+    FTCOMM_RETURN_IF_ERROR(
+        parent_->engine->claimChannel(proposed_, static_cast<std::uint16_t>(chosen)));
+
+    std::vector<int> members;  // parent ranks, in child rank order
+    for (int r = 0; r < n; ++r) {
+      if (field(r, 0) == color_) members.push_back(r);
+    }
+    std::stable_sort(members.begin(), members.end(),
+                     [&](int a, int b) { return field(a, 1) < field(b, 1); });
+    auto child = std::make_shared<CommState>();
+    child->engine = parent_->engine;
+    child->rendezvous = parent_->rendezvous;
+    child->name = parent_->name + "/" + std::to_string(color_);
+    child->parentId = parent_->id;
+    child->id = mix(mix(parent_->id, static_cast<std::uint64_t>(color_)), chosen) | 1;
+    child->epoch = parent_->epoch;
+    child->size = static_cast<int>(members.size());
+    child->channel = static_cast<std::uint16_t>(chosen);
+    child->opTimeout = parent_->opTimeout;
+    for (int childRank = 0; childRank < child->size; ++childRank) {
+      const int p = members[static_cast<std::size_t>(childRank)];
+      if (p == parent_->rank) child->rank = childRank;
+      child->parentRanks.push_back(p);
+      child->worldRanks.push_back(parent_->worldRanks[static_cast<std::size_t>(p)]);
+      child->addresses.push_back(parent_->addresses[static_cast<std::size_t>(p)]);
+    }
+    {
+      std::lock_guard<std::mutex> lock(parent_->engine->mutex());
+      auto connected = ucx::UcxTransport::connect(parent_->engine->workerLocked(), child->rank,
+                                                  child->addresses);
+      if (!connected.ok()) return connected.status();
+      child->transport = std::move(connected).value();
+      parent_->engine->attachLocked(child);
+    }
+    child->registerWithRecorder();
+    return std::make_unique<Communicator>(child);
+  }
+
+  std::shared_ptr<CommState> parent_;
+  int color_;
+  std::uint16_t proposed_;
+  std::array<std::int64_t, kFields> mine_{};
+  std::vector<std::int64_t> table_;
+  Work work_;
+  bool taken_ = false;
+};
+
+PendingCommunicator startSplit(const std::shared_ptr<CommState>& parent, int color, int key,
+                               std::uint64_t listHash, const OpOptions& options) {
+  auto proposed = parent->engine->proposeChannel();
+  if (!proposed.ok()) {
+    // Still take part in the parent's collective, so that the others are not left waiting.
+    auto split = std::make_shared<PendingSplit>(parent, color, listHash, 0xffff);
+    split->setKey(key);
+    split->start(options);
+    return PendingCommunicator(split);
+  }
+  auto split = std::make_shared<PendingSplit>(parent, color, listHash, *proposed);
+  split->setKey(key);
+  split->start(options);
+  return PendingCommunicator(split);
+}
+
+}  // namespace
+
+PendingCommunicator Communicator::splitAsync(int color, int key, const OpOptions& options) {
+  if (color < kNoColor) color = kNoColor;
+  return startSplit(state_, color, key, 0, options);
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key,
+                                                          const OpOptions& options) {
+  if (color < kNoColor) {
+    return invalidArgument("split: color " + std::to_string(color) +
+                           " is negative (kNoColor is -1)");
+  }
+  return startSplit(state_, color, key, 0, options).wait(std::chrono::hours(24));
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::split(std::span<const int> ranks,
+                                                          const OpOptions& options) {
+  std::uint64_t hash = 1469598103934665603ull;
+  std::vector<bool> seen(static_cast<std::size_t>(size()), false);
+  int myIndex = -1;
+  Status valid;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    hash = mix(hash, static_cast<std::uint64_t>(r));
+    if (r < 0 || r >= size() || seen[static_cast<std::size_t>(r)]) {
+      if (valid.ok()) {
+        valid = invalidArgument("split: rank list entry " + std::to_string(r) +
+                                " is out of range or repeated");
+      }
+      continue;
+    }
+    seen[static_cast<std::size_t>(r)] = true;
+    if (r == rank()) myIndex = static_cast<int>(i);
+  }
+  // Every member takes part in the parent's collective even with a bad list: the others would
+  // wait for it otherwise. A bad list breaks agreement through the hash.
+  auto pending = startSplit(state_, myIndex >= 0 && valid.ok() ? 0 : kNoColor, std::max(myIndex, 0),
+                            valid.ok() ? hash : hash ^ 1, options);
+  auto result = pending.wait(std::chrono::hours(24));
+  if (!valid.ok()) return valid;
+  return result;
+}
+
+}  // namespace ftcomm

@@ -1,0 +1,151 @@
+#include "core/submit.h"
+
+#include "recorder/flight_recorder.h"
+
+namespace ftcomm::detail {
+
+namespace pb = recorder::v1;
+
+namespace {
+
+pb::DataType recordedType(DataType dtype) {
+  return static_cast<pb::DataType>(static_cast<int>(dtype) + 1);
+}
+
+pb::ReduceOp recordedOp(ReduceOp op) {
+  return static_cast<pb::ReduceOp>(static_cast<int>(op) + 1);
+}
+
+std::chrono::milliseconds timeoutOf(const CommState& comm, const OpOptions& options) {
+  return options.timeout.count() > 0 ? options.timeout : comm.opTimeout;
+}
+
+// A call that ends before it starts.
+Work refused(const std::shared_ptr<CommState>& comm, std::shared_ptr<recorder::OpProgress> progress,
+             Status why) {
+  auto state = std::make_shared<WorkState>(comm->engine, std::move(progress), Clock::now());
+  state->complete(std::move(why));
+  return Work(std::move(state));
+}
+
+}  // namespace
+
+Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall call,
+                      const OpOptions& options, const Status& valid) {
+  recorder::OpDescriptor record;
+  record.commId = comm->id;
+  record.epoch = comm->epoch;
+  record.op = call.recordOp;
+  record.dtype = recordedType(call.args.dtype);
+  record.countIn = call.countIn;
+  record.countOut = call.countOut;
+  record.root = call.args.root;
+  if (call.reduces) record.reduceOp = recordedOp(call.args.op);
+
+  const algorithms::AlgorithmInfo* algorithm = nullptr;
+  Status status = valid;
+  if (status.ok()) {
+    auto chosen = algorithms::chooseAlgorithm(call.collective, call.choiceBytes, comm->size);
+    if (chosen.ok()) {
+      algorithm = *chosen;
+      record.algorithm = algorithm->name.data();
+    } else {
+      status = chosen.status();
+    }
+  }
+  if (!status.ok()) {
+    return refused(comm, recorder::FlightRecorder::process().record(record),
+                   Status(status.code(), std::string(call.name) + ": " + status.message()));
+  }
+
+  std::lock_guard<std::mutex> lock(comm->engine->mutex());
+  const std::uint64_t seq = ++comm->collectiveSeq;
+  record.seq = seq;
+  auto progress = recorder::FlightRecorder::process().record(record);
+  if (!comm->broken.ok()) {
+    return refused(comm, std::move(progress),
+                   Status(StatusCode::kRevoked,
+                          comm->describe(call.name, seq) +
+                              ": the communicator is unusable: " + comm->broken.toString()));
+  }
+  auto op = std::make_unique<Operation>();
+  op->comm = comm;
+  op->timeout = timeoutOf(*comm, options);
+  op->deadline = Clock::now() + op->timeout;
+  op->work = std::make_shared<WorkState>(comm->engine, std::move(progress), op->deadline);
+  op->what = comm->describe(call.name, seq);
+  op->seq = seq;
+  op->counts = std::move(call.counts);
+  auto span = [&](std::size_t i) {
+    const auto [offset, length] = call.ranges[i];
+    return std::span<const std::size_t>(op->counts.data() + offset, length);
+  };
+  if (!op->counts.empty()) {
+    call.args.sendCounts = span(0);
+    call.args.sendDispls = span(1);
+    call.args.recvCounts = span(2);
+    call.args.recvDispls = span(3);
+  }
+  transport::OpSignature signature;
+  signature.kind = call.kind;
+  signature.dtype = static_cast<std::uint8_t>(call.args.dtype);
+  signature.reduceOp = call.reduces ? static_cast<std::uint8_t>(call.args.op) : 0;
+  signature.root = call.args.root;
+  signature.count = call.args.count;
+  signature.extra = call.extra;
+  call.args.tag = transport::MessageTag(comm->channel, collectiveSlot(seq), signature);
+  op->task = algorithm->make(*comm->transport, call.args);
+  Work work(op->work);
+  comm->engine->startLocked(std::move(op));
+  return work;
+}
+
+Work submitPointToPoint(const std::shared_ptr<CommState>& comm, const PointToPointCall& call,
+                        const OpOptions& options, const Status& valid) {
+  const char* name = call.send ? "send" : "recv";
+  recorder::OpDescriptor record;
+  record.commId = comm->id;
+  record.epoch = comm->epoch;
+  record.op = call.send ? pb::SEND : pb::RECV;
+  record.dtype = recordedType(call.dtype);
+  record.countIn = call.send ? call.count : 0;
+  record.countOut = call.send ? 0 : call.count;
+  record.peer = call.peer;
+  record.tag = call.tag;
+  if (!valid.ok()) {
+    return refused(comm, recorder::FlightRecorder::process().record(record),
+                   Status(valid.code(), std::string(name) + ": " + valid.message()));
+  }
+  std::lock_guard<std::mutex> lock(comm->engine->mutex());
+  const std::uint64_t seq = ++comm->p2pSeq;
+  record.seq = seq;
+  auto progress = recorder::FlightRecorder::process().record(record);
+  if (!comm->broken.ok()) {
+    return refused(comm, std::move(progress),
+                   Status(StatusCode::kRevoked,
+                          comm->describe(name, seq) +
+                              ": the communicator is unusable: " + comm->broken.toString()));
+  }
+  auto op = std::make_unique<Operation>();
+  op->comm = comm;
+  op->collective = false;
+  op->timeout = timeoutOf(*comm, options);
+  op->deadline = Clock::now() + op->timeout;
+  op->work = std::make_shared<WorkState>(comm->engine, std::move(progress), op->deadline);
+  op->what = comm->describe(name, seq) + (call.send ? " to rank " : " from rank ") +
+             std::to_string(call.peer) + " tag " + std::to_string(call.tag);
+  op->seq = seq;
+  transport::OpSignature signature;
+  signature.kind = transport::OpKind::kPointToPoint;
+  signature.dtype = static_cast<std::uint8_t>(call.dtype);
+  signature.count = call.count;
+  const transport::MessageTag tag(comm->channel, pointToPointSlot(call.tag), signature);
+  const std::size_t bytes = call.count * dataTypeSize(call.dtype);
+  op->request = call.send ? comm->transport->send(call.peer, tag, call.buffer, bytes)
+                          : comm->transport->recv(call.peer, tag, call.buffer, bytes);
+  Work work(op->work);
+  comm->engine->startLocked(std::move(op));
+  return work;
+}
+
+}  // namespace ftcomm::detail

@@ -1,0 +1,54 @@
+// How the facade turns a call into an operation on the engine: refuse it if the communicator is
+// unusable, give a collective its sequence number and tag slot, choose its algorithm, record it
+// in the flight recorder, and start it. Arguments were validated by the caller; an invalid call
+// arrives here with its error, is recorded, and comes back as a failed Work without touching the
+// communicator (the others then fail at their deadline or through a notice).
+//
+// Thread-safety: any thread; takes the engine's mutex.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "core/comm_state.h"
+#include "ftcomm/communicator.h"
+#include "ftcomm/proto/recorder.pb.h"
+
+namespace ftcomm::detail {
+
+struct CollectiveCall {
+  const char* name = "";  // "allReduce"
+  transport::OpKind kind = transport::OpKind::kNone;
+  recorder::v1::OpType recordOp = recorder::v1::OP_UNSPECIFIED;
+  algorithms::Collective collective = algorithms::Collective::kAllReduce;
+  algorithms::CollectiveArgs args;
+  std::size_t choiceBytes = 0;  // what the size-based algorithm choice looks at
+  std::uint64_t countIn = 0;
+  std::uint64_t countOut = 0;
+  bool reduces = false;
+  std::uint64_t extra = 0;  // the signature's extra (allGatherV: a hash of the counts)
+  // V collectives: the counts and displacements, kept with the operation; args' spans are set
+  // from these (offset, length) ranges: sendCounts, sendDispls, recvCounts, recvDispls.
+  std::vector<std::size_t> counts;
+  std::array<std::pair<std::size_t, std::size_t>, 4> ranges{};
+};
+
+Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall call,
+                      const OpOptions& options, const Status& valid);
+
+struct PointToPointCall {
+  bool send = true;
+  void* buffer = nullptr;
+  std::size_t count = 0;
+  DataType dtype = DataType::kUint8;
+  int peer = 0;
+  int tag = 0;
+};
+
+Work submitPointToPoint(const std::shared_ptr<CommState>& comm, const PointToPointCall& call,
+                        const OpOptions& options, const Status& valid);
+
+}  // namespace ftcomm::detail

@@ -1,0 +1,93 @@
+#include <sched.h>
+
+#include "core/engine.h"
+#include "core/work_state.h"
+#include "ftcomm/work.h"
+
+namespace ftcomm {
+
+namespace detail {
+
+void WorkState::complete(Status status, std::size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_.load(std::memory_order_relaxed)) return;
+    if (progress_) {
+      if (status.ok()) {
+        progress_->markCompleted();
+      } else {
+        progress_->markFailed(status.toString());
+      }
+    }
+    status_ = std::move(status);
+    bytes_ = bytes;
+    done_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+bool WorkState::sleepUntil(Clock::time_point until) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_until(lock, until, [&] { return done_.load(std::memory_order_relaxed); });
+}
+
+}  // namespace detail
+
+namespace {
+
+// How long a waiting thread drives progress itself before it sleeps and leaves the rest to the
+// progress thread: long enough for a small operation's round trips, short enough that ranks
+// oversubscribed on few cores do not starve each other (it yields between rounds).
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+}  // namespace
+
+bool Work::test() {
+  if (!state_) return true;
+  if (!state_->done() && state_->engine() != nullptr) state_->engine()->tryProgress();
+  return state_->done();
+}
+
+Status Work::wait() {
+  if (!state_) return status();
+  // The operation fails at its deadline; the margin covers the progress thread's reaction.
+  const auto left = state_->deadline() - detail::Clock::now() + std::chrono::seconds(5);
+  Status s = wait(std::chrono::duration_cast<std::chrono::milliseconds>(left));
+  if (s.code() == StatusCode::kTimeout && !state_->done()) {
+    return internalError("the operation outlived its deadline by 5 s");
+  }
+  return s;
+}
+
+Status Work::wait(std::chrono::milliseconds timeout) {
+  if (!state_) return status();
+  const auto start = detail::Clock::now();
+  const auto until = start + timeout;
+  const auto spinUntil = start + kSpin;
+  detail::Engine* engine = state_->engine();
+  while (!state_->done()) {
+    const auto now = detail::Clock::now();
+    if (now >= until) {
+      return timeoutError("wait gave up after " + std::to_string(timeout.count()) +
+                          " ms; the operation goes on");
+    }
+    if (engine != nullptr && now < spinUntil) {
+      if (!engine->tryProgress()) ::sched_yield();
+      continue;
+    }
+    state_->sleepUntil(std::min(until, now + std::chrono::milliseconds(100)));
+  }
+  return state_->result();
+}
+
+Status Work::status() const {
+  if (!state_) return failedPrecondition("an empty Work (no operation)");
+  if (!state_->done()) return unavailable("still running");
+  return state_->result();
+}
+
+std::size_t Work::bytes() const {
+  return state_ && state_->done() ? state_->bytes() : 0;
+}
+
+}  // namespace ftcomm

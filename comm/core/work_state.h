@@ -1,0 +1,53 @@
+// The shared state behind a Work: completed once by the engine (or at once, for a call refused
+// before it started), waited on by any number of threads. Completion also ends the operation's
+// flight-recorder entry, so that no path can finish an operation without recording how.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+#include "ftcomm/status.h"
+#include "recorder/op_progress.h"
+
+namespace ftcomm::detail {
+
+class Engine;
+using Clock = std::chrono::steady_clock;
+
+class WorkState {
+ public:
+  WorkState(std::shared_ptr<Engine> engine, std::shared_ptr<recorder::OpProgress> progress,
+            Clock::time_point deadline)
+      : engine_(std::move(engine)), progress_(std::move(progress)), deadline_(deadline) {}
+
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  // First completion wins.
+  void complete(Status status, std::size_t bytes = 0);
+  void markStarted() {
+    if (progress_) progress_->markStarted();
+  }
+  // Valid once done().
+  const Status& result() const { return status_; }
+  std::size_t bytes() const { return bytes_; }
+  Clock::time_point deadline() const { return deadline_; }
+  Engine* engine() const { return engine_.get(); }
+  // Sleeps until done or `until`; true when done.
+  bool sleepUntil(Clock::time_point until);
+
+ private:
+  std::shared_ptr<Engine> engine_;  // null for a call refused at once
+  std::shared_ptr<recorder::OpProgress> progress_;
+  const Clock::time_point deadline_;
+  std::atomic<bool> done_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Status status_;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace ftcomm::detail

@@ -1,0 +1,157 @@
+// A communicator: a group of processes that run collectives and point-to-point operations on
+// host memory (UCX, and the shared-memory transport of the performance issue), every one
+// nonblocking and returning a Work. DESIGN.md's public API; the fault-tolerance contract
+// (revoke, reconfigure) builds on the epoch and the failure paths here.
+//
+// Creation comes from mpirun's environment or explicit options, through the rendezvous service
+// (FTCOMM_RENDEZVOUS, FTCOMM_JOB): members exchange their UCX worker addresses there, connect
+// every endpoint and exchange a message with every peer before create() returns (eager).
+//
+// Collectives are matched by a per-communicator sequence number: every member must call the
+// same collectives in the same order. Each message carries its operation's signature, so a
+// member that called a different one (or with another count, dtype, op or root) is reported as
+// Mismatch naming both. A failed collective (Mismatch, a dead peer, a timeout) leaves the
+// communicator unusable: its pending and later operations fail with Revoked, and the members
+// are told. A failed point-to-point operation fails alone.
+//
+// Sizes are element counts of the operation's dtype. In place: pass the same buffer for send
+// and recv (allGather / gather: send may be this rank's block of recv; scatter: recv may be
+// this rank's block of send).
+//
+// Thread-safety: operations may be issued from any thread, but collectives on one communicator
+// must be issued in one order on every member (as MPI requires).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ftcomm/status.h"
+#include "ftcomm/types.h"
+#include "ftcomm/work.h"
+
+namespace ftcomm {
+
+namespace detail {
+class CommState;
+}
+
+struct CommOptions {
+  // -1: FTCOMM_RANK / FTCOMM_WORLD_SIZE, else mpirun's OMPI_COMM_WORLD_RANK / _SIZE.
+  int rank = -1;
+  int size = -1;
+  std::string rendezvous;  // HOST:PORT; empty: FTCOMM_RENDEZVOUS
+  std::string job;         // empty: FTCOMM_JOB, else "ftcomm"
+  std::string token;       // empty: FTCOMM_TOKEN
+  std::string name = "world";
+  // Creation's deadline: a member that never shows up makes create() fail naming it.
+  std::chrono::milliseconds timeout{60000};
+  // Every operation's default deadline; 0: FTCOMM_TIMEOUT_MS, else 300 s.
+  std::chrono::milliseconds opTimeout{0};
+};
+
+struct OpOptions {
+  std::chrono::milliseconds timeout{0};  // 0: the communicator's
+};
+
+class Communicator;
+
+// A communicator being created or split without blocking (NCCL's config.blocking = 0).
+class PendingCommunicator {
+ public:
+  class Impl;
+  PendingCommunicator() = default;
+  explicit PendingCommunicator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  // True once wait() would not block.
+  bool test();
+  // The communicator (null for a NOCOLOR split), or why it could not be made. Timeout, with the
+  // creation still going on, when it takes longer than `timeout`.
+  Result<std::unique_ptr<Communicator>> wait(std::chrono::milliseconds timeout);
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+class Communicator {
+ public:
+  static constexpr int kNoColor = -1;
+  // The largest tag of send/recv.
+  static constexpr int kMaxTag = (1 << 27) - 2;
+
+  static Result<std::unique_ptr<Communicator>> create(const CommOptions& options = {});
+  static PendingCommunicator createAsync(const CommOptions& options = {});
+
+  explicit Communicator(std::shared_ptr<detail::CommState> state);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  std::uint64_t epoch() const;
+  std::uint64_t id() const;
+  const std::string& name() const;
+  // Members by rank as ranks of the parent (a root communicator: of the world, i.e. itself).
+  const std::vector<int>& parentRanks() const;
+  const std::vector<int>& worldRanks() const;
+
+  Work allReduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+                 const OpOptions& options = {});
+  Work reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+              int root, const OpOptions& options = {});
+  Work broadcast(void* buffer, std::size_t count, DataType dtype, int root,
+                 const OpOptions& options = {});
+  // recv holds size() blocks of `count`.
+  Work allGather(const void* send, void* recv, std::size_t count, DataType dtype,
+                 const OpOptions& options = {});
+  // Rank r's block has recvCounts[r] elements at recvDispls[r] (the same arrays on every rank).
+  Work allGatherV(const void* send, void* recv, std::span<const std::size_t> recvCounts,
+                  std::span<const std::size_t> recvDispls, DataType dtype,
+                  const OpOptions& options = {});
+  // send holds size() blocks of `count`; recv gets this rank's reduced block.
+  Work reduceScatter(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+                     const OpOptions& options = {});
+  // size() blocks of `count` each way.
+  Work allToAll(const void* send, void* recv, std::size_t count, DataType dtype,
+                const OpOptions& options = {});
+  Work allToAllV(const void* send, std::span<const std::size_t> sendCounts,
+                 std::span<const std::size_t> sendDispls, void* recv,
+                 std::span<const std::size_t> recvCounts, std::span<const std::size_t> recvDispls,
+                 DataType dtype, const OpOptions& options = {});
+  // recv (at the root) holds size() blocks of `count`.
+  Work gather(const void* send, void* recv, std::size_t count, DataType dtype, int root,
+              const OpOptions& options = {});
+  // send (at the root) holds size() blocks of `count`.
+  Work scatter(const void* send, void* recv, std::size_t count, DataType dtype, int root,
+               const OpOptions& options = {});
+  Work barrier(const OpOptions& options = {});
+  // Messages between two ranks with one tag match in order. A message longer than the receive
+  // fails the receive with Mismatch (truncation); a shorter one is fine (Work::bytes()).
+  Work send(const void* buffer, std::size_t count, DataType dtype, int peer, int tag,
+            const OpOptions& options = {});
+  Work recv(void* buffer, std::size_t count, DataType dtype, int peer, int tag,
+            const OpOptions& options = {});
+
+  // Eager split, collective over this communicator: members with one color form a child,
+  // ordered by key then rank; kNoColor gives none (null). The child is connected on return.
+  Result<std::unique_ptr<Communicator>> split(int color, int key, const OpOptions& options = {});
+  PendingCommunicator splitAsync(int color, int key, const OpOptions& options = {});
+  // A child of the listed ranks, in that order; every member passes the same list, and those not
+  // in it get null.
+  Result<std::unique_ptr<Communicator>> split(std::span<const int> ranks,
+                                              const OpOptions& options = {});
+
+  // Writes this process's flight-recorder dump (recorder/) now.
+  Result<std::string> dumpFlightRecorder(const std::string& reason);
+
+  // Ok while usable; why not once an operation failed it.
+  Status health() const;
+
+ private:
+  std::shared_ptr<detail::CommState> state_;
+};
+
+}  // namespace ftcomm
