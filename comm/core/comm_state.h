@@ -32,10 +32,11 @@ class CommState {
   std::uint64_t epoch = 0;
   int rank = 0;
   int size = 1;
-  std::vector<int> worldRanks;         // by rank
-  std::vector<int> parentRanks;        // by rank
-  std::vector<std::string> addresses;  // UCX worker addresses by rank
-  std::uint16_t channel = 0;
+  std::vector<int> worldRanks;          // by rank
+  std::vector<int> parentRanks;         // by rank
+  std::vector<std::string> addresses;   // UCX worker addresses by rank
+  std::uint16_t channel = 0;            // this process's receive channel
+  std::vector<std::uint16_t> channels;  // every member's, by rank
   std::chrono::milliseconds opTimeout{300000};
   std::unique_ptr<transport::Transport> transport;
 

@@ -62,7 +62,9 @@ Result<rendezvous::EpochView> joinJob(rendezvous::RendezvousClient& client, int 
 }
 
 Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options) {
-  const auto deadline = Clock::now() + options.timeout;
+  const int createMs = envInt("FTCOMM_CREATE_TIMEOUT_MS", -1);
+  const auto deadline =
+      Clock::now() + (createMs > 0 ? std::chrono::milliseconds(createMs) : options.timeout);
   const int size = options.size >= 0
                        ? options.size
                        : envInt("FTCOMM_WORLD_SIZE", envInt("OMPI_COMM_WORLD_SIZE", -1));
@@ -136,25 +138,30 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
   state->parentRanks = state->worldRanks;
   state->id = hashOf("world/" + job);
 
-  // The channel: every member proposes one; the largest wins (engine.h).
-  auto proposed = (*engine)->proposeChannel();
-  if (!proposed.ok()) return proposed.status();
+  // Receive channels: each member picks its own and publishes it (UcxTransport::connect).
+  auto channel = (*engine)->allocateChannel();
+  if (!channel.ok()) return channel.status();
+  state->channel = *channel;
   const std::string prefix = "ftcomm/channel/" + std::to_string(state->epoch) + "/";
   FTCOMM_RETURN_IF_ERROR(
-      state->rendezvous->kvSet(prefix + std::to_string(rank), std::to_string(*proposed)));
+      state->rendezvous->kvSet(prefix + std::to_string(rank), std::to_string(*channel)));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(prefix + std::to_string(r));
-  auto proposals = state->rendezvous->kvWait(keys, left(deadline));
-  if (!proposals.ok()) return proposals.status();
-  unsigned long chosen = 0;
-  for (const std::string& value : *proposals) chosen = std::max(chosen, std::stoul(value));
-  if (chosen == 0 || chosen > 0xffff) return internalError("a malformed channel proposal");
-  FTCOMM_RETURN_IF_ERROR((*engine)->claimChannel(*proposed, static_cast<std::uint16_t>(chosen)));
-  state->channel = static_cast<std::uint16_t>(chosen);
+  auto published = state->rendezvous->kvWait(keys, left(deadline));
+  if (!published.ok()) return published.status();
+  for (const std::string& value : *published) {
+    char* end = nullptr;
+    const unsigned long parsed = std::strtoul(value.c_str(), &end, 10);
+    if (*end != '\0' || parsed == 0 || parsed > 0xffff) {
+      return internalError("a malformed channel in the rendezvous: '" + value + "'");
+    }
+    state->channels.push_back(static_cast<std::uint16_t>(parsed));
+  }
 
   {
     std::lock_guard<std::mutex> lock((*engine)->mutex());
-    auto connected = ucx::UcxTransport::connect((*engine)->workerLocked(), rank, state->addresses);
+    auto connected = ucx::UcxTransport::connect((*engine)->workerLocked(), rank, state->addresses,
+                                                state->channels);
     if (!connected.ok()) return connected.status();
     state->transport = std::move(connected).value();
     (*engine)->attachLocked(state);

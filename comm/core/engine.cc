@@ -53,7 +53,6 @@ Result<std::shared_ptr<Engine>> Engine::instance() {
   engine->address_ = engine->worker_->address();
   engine->wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (engine->wakeFd_ < 0) return internalError(std::string("eventfd: ") + std::strerror(errno));
-  engine->channelsTaken_[0] = true;  // channel 0: never a communicator's
   engine->thread_ = std::thread([raw = engine.get()] { raw->run(); });
   current = engine;
   return engine;
@@ -245,28 +244,13 @@ void Engine::sweepLocked() {
   ops_.remove_if([](const std::unique_ptr<Operation>& op) { return op->work->done(); });
 }
 
-Result<std::uint16_t> Engine::proposeChannel() {
+Result<std::uint16_t> Engine::allocateChannel() {
   std::lock_guard<std::mutex> lock(mu_);
-  while (nextChannel_ < channelsTaken_.size() && channelsTaken_[nextChannel_]) ++nextChannel_;
-  if (nextChannel_ >= channelsTaken_.size()) {
+  // Never reused: a late message for a closed communicator must not match a newer one.
+  if (nextChannel_ > 0xffff) {
     return resourceExhausted("this process has made 65535 communicators; channels are used up");
   }
-  channelsTaken_[nextChannel_] = true;
   return static_cast<std::uint16_t>(nextChannel_++);
-}
-
-Status Engine::claimChannel(std::uint16_t proposed, std::uint16_t chosen) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (chosen == proposed) return Status::Ok();
-  if (chosen < proposed || channelsTaken_[chosen]) {
-    return failedPrecondition(
-        "channel " + std::to_string(chosen) +
-        " agreed for a new communicator is taken in this process: members created or split "
-        "communicators in different orders");
-  }
-  channelsTaken_[chosen] = true;
-  nextChannel_ = std::max<std::uint32_t>(nextChannel_, chosen + 1u);
-  return Status::Ok();
 }
 
 }  // namespace ftcomm::detail

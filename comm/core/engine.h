@@ -61,11 +61,9 @@ class Engine {
   // One round of progress if no other thread is making it; true when anything moved.
   bool tryProgress();
 
-  // Communicator channels (transport.h's MessageTag::channel) are agreed among members: each
-  // proposes one it reserved, the largest proposal wins, and every member claims it.
-  Result<std::uint16_t> proposeChannel();
-  // Fails when `channel` is already taken here: communicators were created in different orders.
-  Status claimChannel(std::uint16_t proposed, std::uint16_t chosen);
+  // A receive channel for a new communicator (transport.h's MessageTag::channel), unique in this
+  // process; peers send to this process on it (UcxTransport::connect).
+  Result<std::uint16_t> allocateChannel();
 
  private:
   Engine() = default;
@@ -80,8 +78,7 @@ class Engine {
   std::string address_;
   std::list<std::unique_ptr<Operation>> ops_;
   std::vector<std::weak_ptr<CommState>> comms_;
-  std::uint32_t nextChannel_ = 1;
-  std::vector<bool> channelsTaken_ = std::vector<bool>(1 << 16, false);
+  std::uint32_t nextChannel_ = 1;  // channel 0 is never a communicator's
   int wakeFd_ = -1;
   bool stopping_ = false;
   Clock::time_point sleepingUntil_{};

@@ -1,4 +1,4 @@
-// Eager split. Every member contributes (color, key, a proposed channel, a hash of the rank
+// Eager split. Every member contributes (color, key, its receive channel, a hash of the rank
 // list) through an allgather on the parent, recorded as SPLIT; the child's members, order and
 // channel follow from the gathered table alone, so every member computes the same child. The
 // child's transport reuses the parent's endpoints, which were wired up when the world was
@@ -17,7 +17,7 @@ namespace {
 
 using detail::CommState;
 
-constexpr std::size_t kFields = 4;  // color, key, proposed channel, hash of the rank list
+constexpr std::size_t kFields = 4;  // color, key, receive channel, hash of the rank list
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -71,7 +71,6 @@ class PendingSplit final : public PendingCommunicator::Impl {
 
   Result<std::unique_ptr<Communicator>> finish() {
     const int n = parent_->size;
-    std::int64_t chosen = 0;
     for (int r = 0; r < n; ++r) {
       if (field(r, 3) != mine_[3]) {
         return Status(StatusCode::kMismatch, "split: rank " + std::to_string(r) + " of " +
@@ -79,12 +78,11 @@ class PendingSplit final : public PendingCommunicator::Impl {
                                                  " passed a different rank list than rank " +
                                                  std::to_string(parent_->rank));
       }
-      chosen = std::max(chosen, field(r, 2));
+      if (field(r, 0) != Communicator::kNoColor && (field(r, 2) <= 0 || field(r, 2) > 0xffff)) {
+        return internalError("split: rank " + std::to_string(r) + " sent a malformed channel");
+      }
     }
-    if (chosen <= 0 || chosen > 0xffff) return internalError("split: a malformed channel");
     if (color_ == Communicator::kNoColor) return std::unique_ptr<Communicator>();
-    FTCOMM_RETURN_IF_ERROR(
-        parent_->engine->claimChannel(proposed_, static_cast<std::uint16_t>(chosen)));
 
     std::vector<int> members;  // parent ranks, in child rank order
     for (int r = 0; r < n; ++r) {
@@ -97,10 +95,13 @@ class PendingSplit final : public PendingCommunicator::Impl {
     child->rendezvous = parent_->rendezvous;
     child->name = parent_->name + "/" + std::to_string(color_);
     child->parentId = parent_->id;
-    child->id = mix(mix(parent_->id, static_cast<std::uint64_t>(color_)), chosen) | 1;
+    // The same on every member: the parent, the color, and the first member's channel.
+    child->id = mix(mix(parent_->id, static_cast<std::uint64_t>(color_)),
+                    static_cast<std::uint64_t>(field(members.front(), 2))) |
+                1;
     child->epoch = parent_->epoch;
     child->size = static_cast<int>(members.size());
-    child->channel = static_cast<std::uint16_t>(chosen);
+    child->channel = proposed_;
     child->opTimeout = parent_->opTimeout;
     for (int childRank = 0; childRank < child->size; ++childRank) {
       const int p = members[static_cast<std::size_t>(childRank)];
@@ -108,11 +109,12 @@ class PendingSplit final : public PendingCommunicator::Impl {
       child->parentRanks.push_back(p);
       child->worldRanks.push_back(parent_->worldRanks[static_cast<std::size_t>(p)]);
       child->addresses.push_back(parent_->addresses[static_cast<std::size_t>(p)]);
+      child->channels.push_back(static_cast<std::uint16_t>(field(p, 2)));
     }
     {
       std::lock_guard<std::mutex> lock(parent_->engine->mutex());
       auto connected = ucx::UcxTransport::connect(parent_->engine->workerLocked(), child->rank,
-                                                  child->addresses);
+                                                  child->addresses, child->channels);
       if (!connected.ok()) return connected.status();
       child->transport = std::move(connected).value();
       parent_->engine->attachLocked(child);
@@ -132,15 +134,14 @@ class PendingSplit final : public PendingCommunicator::Impl {
 
 PendingCommunicator startSplit(const std::shared_ptr<CommState>& parent, int color, int key,
                                std::uint64_t listHash, const OpOptions& options) {
-  auto proposed = parent->engine->proposeChannel();
-  if (!proposed.ok()) {
-    // Still take part in the parent's collective, so that the others are not left waiting.
-    auto split = std::make_shared<PendingSplit>(parent, color, listHash, 0xffff);
-    split->setKey(key);
-    split->start(options);
-    return PendingCommunicator(split);
+  // A member without a channel still takes part in the parent's collective (the others would
+  // wait for it otherwise), with none: 0, which fails the split on every member of its color.
+  std::uint16_t channel = 0;
+  if (color != Communicator::kNoColor) {
+    auto allocated = parent->engine->allocateChannel();
+    if (allocated.ok()) channel = *allocated;
   }
-  auto split = std::make_shared<PendingSplit>(parent, color, listHash, *proposed);
+  auto split = std::make_shared<PendingSplit>(parent, color, listHash, channel);
   split->setKey(key);
   split->start(options);
   return PendingCommunicator(split);

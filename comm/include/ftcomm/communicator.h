@@ -47,7 +47,8 @@ struct CommOptions {
   std::string job;         // empty: FTCOMM_JOB, else "ftcomm"
   std::string token;       // empty: FTCOMM_TOKEN
   std::string name = "world";
-  // Creation's deadline: a member that never shows up makes create() fail naming it.
+  // Creation's deadline (FTCOMM_CREATE_TIMEOUT_MS overrides it): a member that never shows up
+  // makes create() fail naming it.
   std::chrono::milliseconds timeout{60000};
   // Every operation's default deadline; 0: FTCOMM_TIMEOUT_MS, else 300 s.
   std::chrono::milliseconds opTimeout{0};

@@ -72,7 +72,8 @@ struct OpCallbacks {
 };
 
 Result<std::unique_ptr<UcxTransport>> UcxTransport::connect(
-    std::shared_ptr<UcxWorker> worker, int rank, const std::vector<std::string>& addresses) {
+    std::shared_ptr<UcxWorker> worker, int rank, const std::vector<std::string>& addresses,
+    std::vector<std::uint16_t> channels) {
   if (addresses.empty() || static_cast<int>(addresses.size()) > kMaxRanks) {
     return invalidArgument("UCX transport: " + std::to_string(addresses.size()) +
                            " members; the limit is " + std::to_string(kMaxRanks));
@@ -85,7 +86,12 @@ Result<std::unique_ptr<UcxTransport>> UcxTransport::connect(
     return invalidArgument("UCX transport: the address of rank " + std::to_string(rank) +
                            " is not this process's worker");
   }
+  if (!channels.empty() && channels.size() != addresses.size()) {
+    return invalidArgument("UCX transport: " + std::to_string(channels.size()) + " channels for " +
+                           std::to_string(addresses.size()) + " members");
+  }
   std::unique_ptr<UcxTransport> self(new UcxTransport(std::move(worker), rank));
+  self->channels_ = std::move(channels);
   self->peers_.resize(addresses.size());
   for (std::size_t peer = 0; peer < addresses.size(); ++peer) {
     auto endpoint = self->worker_->endpoint(addresses[peer]);
@@ -142,8 +148,10 @@ Status UcxTransport::checkPeer(int peer, MessageTag tag) const {
   return peers_[static_cast<std::size_t>(peer)].failure;
 }
 
-std::uint64_t UcxTransport::ucxTag(int sender, MessageTag tag) const {
-  return (std::uint64_t{tag.channel} << 48) |
+std::uint64_t UcxTransport::ucxTag(int sender, int receiver, MessageTag tag) const {
+  const std::uint16_t channel =
+      channels_.empty() ? tag.channel : channels_[static_cast<std::size_t>(receiver)];
+  return (std::uint64_t{channel} << 48) |
          (std::uint64_t(static_cast<std::uint32_t>(sender)) << 28) | tag.slot;
 }
 
@@ -186,7 +194,7 @@ RequestPtr UcxTransport::send(int peer, MessageTag tag, const void* data, std::s
   auto* op = newOp(peer, false, tag, const_cast<void*>(data), bytes);
   op->header.signature = tag.signature;
   ucp_ep_h ep = peers_[static_cast<std::size_t>(peer)].endpoint->handle();
-  const std::uint64_t ucx = ucxTag(rank_, tag);
+  const std::uint64_t ucx = ucxTag(rank_, peer, tag);
   return start(op, [&](ucp_request_param_t& param) {
     return ucp_tag_send_nbx(ep, op->iov, bytes > 0 ? 2 : 1, ucx, &param);
   });
@@ -195,7 +203,7 @@ RequestPtr UcxTransport::send(int peer, MessageTag tag, const void* data, std::s
 RequestPtr UcxTransport::recv(int peer, MessageTag tag, void* data, std::size_t capacity) {
   if (Status s = checkPeer(peer, tag); !s.ok()) return refused(std::move(s));
   auto* op = newOp(peer, true, tag, data, capacity);
-  const std::uint64_t ucx = ucxTag(peer, tag);
+  const std::uint64_t ucx = ucxTag(peer, rank_, tag);
   return start(op, [&](ucp_request_param_t& param) {
     return ucp_tag_recv_nbx(worker_->handle(), op->iov, capacity > 0 ? 2 : 1, ucx,
                             ~std::uint64_t{0}, &param);

@@ -22,8 +22,14 @@ class UcxTransport final : public transport::Transport {
   static constexpr int kMaxRanks = 1 << 20;
 
   // Connects to the workers of all members (addresses by rank; this process's own among them).
+  // `channels`, when given, holds each member's receive channel for this communicator: a
+  // message to rank r carries channels[r], and this rank receives on channels[rank]. Each
+  // process picks its own channels, unique within the process only, so no agreement among
+  // members is needed (communicators may be created concurrently in any order). Without it,
+  // MessageTag::channel is used both ways.
   static Result<std::unique_ptr<UcxTransport>> connect(std::shared_ptr<UcxWorker> worker, int rank,
-                                                       const std::vector<std::string>& addresses);
+                                                       const std::vector<std::string>& addresses,
+                                                       std::vector<std::uint16_t> channels = {});
   ~UcxTransport() override;  // completes pending requests with Cancelled
 
   int rank() const override { return rank_; }
@@ -49,7 +55,7 @@ class UcxTransport final : public transport::Transport {
   // Registers `op`, posts it to UCX through `post`, and finishes it if it completed at once.
   template <typename Post>
   transport::RequestPtr start(PendingOp* op, Post&& post);
-  std::uint64_t ucxTag(int sender, transport::MessageTag tag) const;
+  std::uint64_t ucxTag(int sender, int receiver, transport::MessageTag tag) const;
   PendingOp* newOp(int peer, bool receive, transport::MessageTag tag, void* data,
                    std::size_t bytes);
   Status checkReceived(const PendingOp& op, std::size_t bytes) const;
@@ -66,6 +72,7 @@ class UcxTransport final : public transport::Transport {
   std::shared_ptr<UcxWorker> worker_;
   int rank_ = 0;
   std::vector<Peer> peers_;
+  std::vector<std::uint16_t> channels_;  // by rank; empty: MessageTag::channel
   std::unordered_set<PendingOp*> pending_;
   std::uint64_t completions_ = 0;
 };

@@ -1,0 +1,98 @@
+// The Communicator under real mpirun with a real rendezvous server: ftcomm-test-comm members
+// (tests/fixtures/comm_peer.cc) run one scenario each and report one line per rank.
+#include <catch2/catch.hpp>
+
+#include "mpi_job.h"
+#include "rendezvous_server_process.h"
+
+using namespace ftcomm::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::string> run(const std::string& scenario, int ranks,
+                             std::vector<std::string> env = {}) {
+  MpiJob job;
+  job.ranks = ranks;
+  job.command = {binary("ftcomm-test-comm"), "--scenario", scenario};
+  job.env = std::move(env);
+  job.timeout = 240s;
+  return runMpiJob(job);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "communicator: every collective, dtype, op and count is right at 1, 2, 3, 4, 5 and 8 ranks") {
+  for (int ranks : {1, 2, 3, 4, 5, 8}) {
+    for (const auto& result : run("collectives", ranks)) {
+      INFO("ranks=" << ranks);
+      CHECK_THAT(result, Catch::StartsWith("OK"));
+    }
+  }
+}
+
+TEST_CASE("communicator: split trees, NOCOLOR, split(ranks) and nonblocking splits") {
+  for (int ranks : {1, 3, 4}) {
+    for (const auto& result : run("split", ranks)) {
+      INFO("ranks=" << ranks);
+      CHECK(result == "OK split");
+    }
+  }
+}
+
+TEST_CASE("communicator: send/recv match by tag in any order, report truncation, time out alone") {
+  for (int ranks : {2, 3}) {
+    for (const auto& result : run("p2p", ranks)) CHECK(result == "OK p2p");
+  }
+}
+
+TEST_CASE("communicator: two communicators created at once without blocking") {
+  for (const auto& result : run("async", 2)) CHECK(result == "OK async");
+}
+
+TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on every rank") {
+  for (const std::string scenario : {"mismatch-count", "mismatch-dtype"}) {
+    for (const auto& result : run(scenario, 3)) {
+      INFO(scenario);
+      CHECK_THAT(result, Catch::StartsWith("OK status=Mismatch after=Revoked"));
+      // Both signatures are named.
+      if (scenario == "mismatch-count") {
+        CHECK_THAT(result, Catch::Contains("count=8") && Catch::Contains("count=16"));
+      } else {
+        CHECK_THAT(result, Catch::Contains("int32") && Catch::Contains("float32"));
+      }
+    }
+  }
+}
+
+TEST_CASE("communicator: a root that differs between ranks never completes as if it agreed") {
+  // Two roots that each only send exchange no message that could show the disagreement: the
+  // ranks then fail at the deadline (Timeout) rather than with Mismatch.
+  for (const auto& result : run("mismatch-root", 2, {"FTCOMM_TIMEOUT_MS=2000"})) {
+    CHECK_THAT(result,
+               Catch::StartsWith("OK status=Mismatch") || Catch::StartsWith("OK status=Timeout"));
+  }
+}
+
+TEST_CASE("communicator: a rank that never calls makes the others time out at their deadline") {
+  auto results = run("timeout", 3);
+  for (int r = 0; r < 2; ++r) {
+    const auto& result = results[static_cast<std::size_t>(r)];
+    INFO(result);
+    CHECK_THAT(result, Catch::StartsWith("OK status=Timeout"));
+    const int ms = std::stoi(field(result, "after_ms"));
+    CHECK(ms >= 1400);  // not before the 1500 ms deadline
+    CHECK(ms < 20000);  // and not much after it, even on two loaded cores
+  }
+  CHECK(results[2] == "OK absent");
+}
+
+TEST_CASE("communicator: a rank that never shows up makes creation fail naming it") {
+  auto results = run("p2p", 2, {"FTCOMM_WORLD_SIZE=3", "FTCOMM_CREATE_TIMEOUT_MS=4000"});
+  for (const auto& result : results) {
+    CHECK_THAT(result, Catch::StartsWith("ERROR create"));
+    // Rank 2 is named (the other one may still have been starting when a deadline passed).
+    CHECK_THAT(result, Catch::Contains("ranks not claimed:") && Catch::EndsWith(" 2)"));
+  }
+}
