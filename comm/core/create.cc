@@ -168,6 +168,8 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
   }
   state->registerWithRecorder();
   recorder::FlightRecorder::process().setIdentity({job, rank, size, state->epoch});
+  // SIGUSR1 dumps a live process's recorder (the handler only posts; a thread writes).
+  if (Status s = recorder::FlightRecorder::process().enableSignalDump(); !s.ok()) return s;
 
   auto comm = std::make_unique<Communicator>(state);
   // Eager: one message between every pair, so every endpoint is wired up now.

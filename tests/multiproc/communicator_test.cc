@@ -2,13 +2,22 @@
 // (tests/fixtures/comm_peer.cc) run one scenario each and report one line per rank.
 #include <catch2/catch.hpp>
 
+#include "child_process.h"
 #include "mpi_job.h"
 #include "rendezvous_server_process.h"
+#include "temp_dir.h"
 
 using namespace ftcomm::testing;
 using namespace std::chrono_literals;
 
 namespace {
+
+// ftcomm-fr's output for the dumps in `dir`.
+std::string analyze(const std::string& dir) {
+  LineProcess fr({binary("ftcomm-fr"), "analyze", dir});
+  (void)fr.waitFor("no line starts like this", 60s);  // reads to the end of its output
+  return fr.transcript();
+}
 
 std::vector<std::string> run(const std::string& scenario, int ranks,
                              std::vector<std::string> env = {}) {
@@ -95,4 +104,20 @@ TEST_CASE("communicator: a rank that never shows up makes creation fail naming i
     // Rank 2 is named (the other one may still have been starting when a deadline passed).
     CHECK_THAT(result, Catch::Contains("ranks not claimed:") && Catch::EndsWith(" 2)"));
   }
+}
+
+TEST_CASE(
+    "communicator: every rank dumps its flight recorder and ftcomm-fr names the rank that "
+    "skipped a collective") {
+  TempDir dir;
+  auto results = run("skip", 4, {"FTCOMM_FR_DIR=" + dir.path.string()});
+  for (const auto& result : results) {
+    CHECK_THAT(result, Catch::StartsWith("OK status=Timeout") ||
+                           Catch::StartsWith("OK status=Revoked") ||
+                           Catch::StartsWith("OK status=PeerFailed"));
+  }
+  const std::string report = analyze(dir.path.string());
+  INFO(report);
+  CHECK_THAT(report, Catch::Contains("dumps of 4 of 4 ranks"));
+  CHECK_THAT(report, Catch::Contains("never entered it (likely culprits): rank 1"));
 }

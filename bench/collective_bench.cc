@@ -1,0 +1,344 @@
+// ftcomm-bench: ftcomm's collectives beside OpenMPI's in the same run, under mpirun.
+//
+//   mpirun -np N ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|alltoall
+//          [--min-bytes A] [--max-bytes B] [--iters N] [--check] [--compare mpi] [--json]
+//
+// Sizes follow nccl-tests: the bytes of the whole vector (allreduce, broadcast, reduce) or of
+// the whole result / input (allgather, reducescatter, alltoall), float32 elements. Time is the
+// slowest rank's mean per iteration; algbw = bytes / time; busbw = algbw times nccl-tests'
+// factor (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; others 1).
+// --check first runs the operation on the same random inputs through ftcomm and MPI and
+// compares: int32 results must be identical, float32 within 1e-5 relative.
+//
+// The rendezvous: FTCOMM_RENDEZVOUS if set; else rank 0 starts ftcomm-rendezvous (beside this
+// program) on loopback and tells the others through MPI.
+#include <mpi.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ftcomm/communicator.h"
+
+extern char** environ;
+
+using namespace ftcomm;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  std::string op = "allreduce";
+  std::size_t minBytes = 8;
+  std::size_t maxBytes = 1 << 20;
+  int iters = 0;  // 0: by size
+  bool check = false;
+  bool compareMpi = false;
+  bool json = false;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "ftcomm-bench: " << why
+            << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
+               "alltoall [--min-bytes A] [--max-bytes B] [--iters N] [--check] [--compare mpi] "
+               "[--json]\n";
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  std::exit(2);
+}
+
+std::size_t parseBytes(const std::string& text) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  std::string unit(end);
+  if (unit == "K" || unit == "KiB")
+    value *= 1024;
+  else if (unit == "M" || unit == "MiB")
+    value *= 1024 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    value *= 1024.0 * 1024 * 1024;
+  else if (!unit.empty())
+    usage("bad size " + text);
+  if (value < 0 || value > 16.0 * 1024 * 1024 * 1024) usage("bad size " + text);
+  return static_cast<std::size_t>(value);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--op")
+      o.op = value();
+    else if (flag == "--min-bytes")
+      o.minBytes = parseBytes(value());
+    else if (flag == "--max-bytes")
+      o.maxBytes = parseBytes(value());
+    else if (flag == "--iters")
+      o.iters = std::atoi(value().c_str());
+    else if (flag == "--check")
+      o.check = true;
+    else if (flag == "--json")
+      o.json = true;
+    else if (flag == "--compare") {
+      if (value() != "mpi") usage("--compare takes mpi (gloo and ucx come with the tuning issue)");
+      o.compareMpi = true;
+    } else
+      usage("unknown flag " + flag);
+  }
+  const std::vector<std::string> ops = {"allreduce", "broadcast",     "reduce",
+                                        "allgather", "reducescatter", "alltoall"};
+  if (std::find(ops.begin(), ops.end(), o.op) == ops.end()) usage("unknown op " + o.op);
+  if (o.minBytes == 0 || o.minBytes > o.maxBytes) usage("need 0 < min-bytes <= max-bytes");
+  if (o.iters < 0) usage("--iters must be positive");
+  return o;
+}
+
+// The rendezvous address: from the environment, or a server rank 0 starts.
+std::string rendezvous(int rank, const char* self, pid_t* server) {
+  char address[256] = {};
+  if (const char* given = std::getenv("FTCOMM_RENDEZVOUS"); given != nullptr && *given) {
+    return given;
+  }
+  if (rank == 0) {
+    const auto dir = std::filesystem::path(self).parent_path();
+    const std::string binary = (dir / "ftcomm-rendezvous").string();
+    const std::string portFile =
+        (std::filesystem::temp_directory_path() / ("ftcomm-bench-" + std::to_string(::getpid())))
+            .string();
+    std::filesystem::remove(portFile);
+    std::vector<std::string> args = {binary, "--listen", "127.0.0.1:0", "--port-file", portFile};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(server, binary.c_str(), nullptr, nullptr, argv.data(), environ) != 0) {
+      std::cerr << "ftcomm-bench: cannot start " << binary << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    std::string port;
+    for (int i = 0; i < 1000 && port.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::ifstream in(portFile);
+      std::getline(in, port);
+    }
+    std::filesystem::remove(portFile);
+    std::snprintf(address, sizeof address, "127.0.0.1:%s", port.c_str());
+  }
+  MPI_Bcast(address, sizeof address, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return address;
+}
+
+struct Buffers {
+  std::vector<float> send, recv;
+  std::vector<std::int32_t> isend, irecv;
+};
+
+// Elements per rank's block and in each buffer, for `bytes` of float32.
+struct Shape {
+  std::size_t count;  // the count argument of the call
+  std::size_t sendElems;
+  std::size_t recvElems;
+};
+
+Shape shapeOf(const std::string& op, std::size_t bytes, int n) {
+  const std::size_t elems = std::max<std::size_t>(bytes / 4, 1);
+  const std::size_t un = static_cast<std::size_t>(n);
+  if (op == "allgather")
+    return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1),
+            std::max<std::size_t>(elems / un, 1) * un};
+  if (op == "reducescatter")
+    return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1) * un,
+            std::max<std::size_t>(elems / un, 1)};
+  if (op == "alltoall")
+    return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1) * un,
+            std::max<std::size_t>(elems / un, 1) * un};
+  return {elems, elems, elems};
+}
+
+double busFactor(const std::string& op, int n) {
+  if (op == "allreduce") return 2.0 * (n - 1) / n;
+  if (op == "allgather" || op == "reducescatter" || op == "alltoall") return double(n - 1) / n;
+  return 1.0;
+}
+
+Status runFtcomm(Communicator& c, const std::string& op, DataType dtype, const void* send,
+                 void* recv, std::size_t count) {
+  if (op == "allreduce") return c.allReduce(send, recv, count, dtype, ReduceOp::kSum).wait();
+  if (op == "broadcast") return c.broadcast(recv, count, dtype, 0).wait();
+  if (op == "reduce") return c.reduce(send, recv, count, dtype, ReduceOp::kSum, 0).wait();
+  if (op == "allgather") return c.allGather(send, recv, count, dtype).wait();
+  if (op == "reducescatter")
+    return c.reduceScatter(send, recv, count, dtype, ReduceOp::kSum).wait();
+  return c.allToAll(send, recv, count, dtype).wait();
+}
+
+void runMpi(const std::string& op, MPI_Datatype dtype, const void* send, void* recv,
+            std::size_t count) {
+  const int c = static_cast<int>(count);
+  if (op == "allreduce")
+    MPI_Allreduce(send, recv, c, dtype, MPI_SUM, MPI_COMM_WORLD);
+  else if (op == "broadcast")
+    MPI_Bcast(recv, c, dtype, 0, MPI_COMM_WORLD);
+  else if (op == "reduce")
+    MPI_Reduce(send, recv, c, dtype, MPI_SUM, 0, MPI_COMM_WORLD);
+  else if (op == "allgather")
+    MPI_Allgather(send, c, dtype, recv, c, dtype, MPI_COMM_WORLD);
+  else if (op == "reducescatter")
+    MPI_Reduce_scatter_block(send, recv, c, dtype, MPI_SUM, MPI_COMM_WORLD);
+  else
+    MPI_Alltoall(send, c, dtype, recv, c, dtype, MPI_COMM_WORLD);
+}
+
+// The same random inputs through both; "" when they agree.
+std::string differential(Communicator& c, const std::string& op, const Shape& s, int rank) {
+  std::mt19937 rng(static_cast<unsigned>(1234 + rank));
+  std::uniform_int_distribution<std::int32_t> ints(-1000, 1000);
+  std::uniform_real_distribution<float> reals(-1.0f, 1.0f);
+  std::vector<std::int32_t> is(s.sendElems), ia(s.recvElems, 0), ib(s.recvElems, 0);
+  std::vector<float> fs(s.sendElems), fa(s.recvElems, 0), fb(s.recvElems, 0);
+  for (auto& v : is) v = ints(rng);
+  for (auto& v : fs) v = reals(rng);
+  if (op == "broadcast") {
+    ia.assign(is.begin(), is.end());
+    ib = ia;
+    fa.assign(fs.begin(), fs.end());
+    fb = fa;
+  }
+  if (Status st = runFtcomm(c, op, DataType::kInt32, is.data(), ia.data(), s.count); !st.ok())
+    return st.toString();
+  runMpi(op, MPI_INT32_T, is.data(), ib.data(), s.count);
+  if (Status st = runFtcomm(c, op, DataType::kFloat32, fs.data(), fa.data(), s.count); !st.ok())
+    return st.toString();
+  runMpi(op, MPI_FLOAT, fs.data(), fb.data(), s.count);
+  const bool rootOnly = op == "reduce" && rank != 0;
+  if (rootOnly) return "";
+  for (std::size_t i = 0; i < s.recvElems; ++i) {
+    if (ia[i] != ib[i])
+      return "int32 element " + std::to_string(i) + ": ftcomm " + std::to_string(ia[i]) + ", MPI " +
+             std::to_string(ib[i]);
+    if (std::fabs(fa[i] - fb[i]) > 1e-5f * std::max(1.0f, std::fabs(fb[i]))) {
+      return "float32 element " + std::to_string(i) + ": ftcomm " + std::to_string(fa[i]) +
+             ", MPI " + std::to_string(fb[i]);
+    }
+  }
+  return "";
+}
+
+// The slowest rank's mean microseconds per call of `body`.
+template <typename Body>
+double timeIt(int iters, Body&& body) {
+  for (int i = 0; i < std::max(2, iters / 10); ++i) body();  // warm-up
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) body();
+  double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters;
+  double slowest = 0;
+  MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const Options o = parse(argc, argv);
+  pid_t server = -1;
+  const std::string address = rendezvous(rank, argv[0], &server);
+  int jobId = static_cast<int>(::getpid());
+  MPI_Bcast(&jobId, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  CommOptions copts;
+  copts.rank = rank;
+  copts.size = n;
+  copts.rendezvous = address;
+  copts.job = "bench-" + std::to_string(jobId);
+  auto created = Communicator::create(copts);
+  if (!created.ok()) {
+    std::cerr << "ftcomm-bench: rank " << rank << ": " << created.status().toString() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  Communicator& c = **created;
+  int failures = 0;
+  if (rank == 0 && !o.json) {
+    std::printf("# ftcomm-bench --op %s, %d ranks, float32%s\n", o.op.c_str(), n,
+                o.compareMpi ? ", beside OpenMPI" : "");
+    std::printf("%12s %12s %12s %12s %12s %8s %s\n", "bytes", "ftcomm_us", "busbw_GB/s", "mpi_us",
+                "mpi_GB/s", "ratio", o.check ? "check" : "");
+  }
+  for (std::size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= 2) {
+    const Shape s = shapeOf(o.op, bytes, n);
+    std::string verdict;
+    if (o.check) {
+      std::string problem = differential(c, o.op, s, rank);
+      int bad = problem.empty() ? 0 : 1, anyBad = 0;
+      MPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      if (!problem.empty())
+        std::cerr << "rank " << rank << " " << bytes << " B: " << problem << "\n";
+      verdict = anyBad ? "MISMATCH" : "ok";
+      failures += anyBad;
+    }
+    const int iters = o.iters > 0
+                          ? o.iters
+                          : static_cast<int>(std::clamp<std::size_t>((64u << 20) / bytes, 5, 1000));
+    std::vector<float> send(s.sendElems, 1.0f), recv(s.recvElems, 0.0f);
+    Status last;
+    const double ftUs = timeIt(iters, [&] {
+      if (Status st = runFtcomm(c, o.op, DataType::kFloat32, send.data(), recv.data(), s.count);
+          !st.ok())
+        last = st;
+    });
+    if (!last.ok()) {
+      std::cerr << "ftcomm-bench: rank " << rank << ": " << last.toString() << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const double mpiUs =
+        o.compareMpi
+            ? timeIt(iters, [&] { runMpi(o.op, MPI_FLOAT, send.data(), recv.data(), s.count); })
+            : 0;
+    const std::size_t actual =
+        (o.op == "allgather" || o.op == "reducescatter" || o.op == "alltoall")
+            ? s.count * static_cast<std::size_t>(n) * 4
+            : s.count * 4;
+    const double ftBus = actual / ftUs / 1e3 * busFactor(o.op, n);
+    const double mpiBus = o.compareMpi ? actual / mpiUs / 1e3 * busFactor(o.op, n) : 0;
+    if (rank == 0) {
+      if (o.json) {
+        std::printf(
+            "{\"op\":\"%s\",\"bytes\":%zu,\"ranks\":%d,\"ftcomm_us\":%.3f,\"ftcomm_busbw_gbs\":%."
+            "4f,"
+            "\"peer\":\"%s\",\"peer_us\":%.3f,\"peer_busbw_gbs\":%.4f%s}\n",
+            o.op.c_str(), actual, n, ftUs, ftBus, o.compareMpi ? "mpi" : "", mpiUs, mpiBus,
+            o.check ? (std::string(",\"check\":\"") + verdict + "\"").c_str() : "");
+      } else {
+        std::printf("%12zu %12.2f %12.3f %12.2f %12.3f %8.2f %s\n", actual, ftUs, ftBus, mpiUs,
+                    mpiBus, o.compareMpi ? mpiUs / ftUs : 0.0, verdict.c_str());
+      }
+      std::fflush(stdout);
+    }
+  }
+  created->reset();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (server > 0) {
+    ::kill(server, SIGTERM);
+    ::waitpid(server, nullptr, 0);
+  }
+  MPI_Finalize();
+  return failures == 0 ? 0 : 1;
+}
