@@ -43,7 +43,8 @@ class CommState {
   // Mutable under the engine's mutex.
   std::uint64_t collectiveSeq = 0;
   std::uint64_t p2pSeq = 0;
-  Status broken;  // Ok while usable
+  Status broken;                // Ok while usable
+  std::uint64_t brokenSeq = 0;  // the collective that broke it (0: none in particular)
   struct Control {
     std::array<char, 1024> buffer{};
     transport::RequestPtr request;

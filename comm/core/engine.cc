@@ -192,6 +192,7 @@ bool Engine::pollControlsLocked(CommState& comm) {
 void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool tellPeers) {
   if (!comm.broken.ok()) return;
   comm.broken = why;
+  comm.brokenSeq = seq;
   const Status revoked(StatusCode::kRevoked, "communicator " + comm.name + " (epoch " +
                                                  std::to_string(comm.epoch) +
                                                  ") is unusable: " + why.toString());

@@ -63,6 +63,9 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
   record.seq = seq;
   auto progress = recorder::FlightRecorder::process().record(record);
   if (!comm->broken.ok()) {
+    // The collective another member already failed (its notice can arrive before this member
+    // makes the call) fails with that member's error; later ones with Revoked.
+    if (seq == comm->brokenSeq) return refused(comm, std::move(progress), comm->broken);
     return refused(comm, std::move(progress),
                    Status(StatusCode::kRevoked,
                           comm->describe(call.name, seq) +
