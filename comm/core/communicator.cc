@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "core/hash.h"
 #include "core/submit.h"
 
 namespace ftcomm {
@@ -94,11 +95,8 @@ Status checkVector(std::span<const std::size_t> counts, std::span<const std::siz
 }
 
 std::uint64_t hashCounts(std::span<const std::size_t> counts) {
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the counts
-  for (std::size_t c : counts) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
+  std::uint64_t h = detail::kHashSeed;
+  for (std::size_t c : counts) h = detail::hashMix(h, c);
   return h;
 }
 

@@ -5,6 +5,7 @@
 #include <future>
 
 #include "core/comm_state.h"
+#include "core/hash.h"
 #include "core/pending.h"
 #include "ftcomm/communicator.h"
 #include "recorder/flight_recorder.h"
@@ -31,12 +32,7 @@ std::string envString(const char* name, std::string fallback) {
 }
 
 std::uint64_t hashOf(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h | 1;  // never 0: 0 means "no parent" in the recorder
+  return detail::hashText(text) | 1;  // never 0: 0 means "no parent" in the recorder
 }
 
 std::chrono::milliseconds left(Clock::time_point deadline) {

@@ -7,6 +7,7 @@
 #include <array>
 #include <numeric>
 
+#include "core/hash.h"
 #include "core/pending.h"
 #include "core/submit.h"
 #include "transport/ucx/ucx_transport.h"
@@ -18,11 +19,6 @@ namespace {
 using detail::CommState;
 
 constexpr std::size_t kFields = 4;  // color, key, receive channel, hash of the rank list
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
 
 class PendingSplit final : public PendingCommunicator::Impl {
  public:
@@ -96,8 +92,8 @@ class PendingSplit final : public PendingCommunicator::Impl {
     child->name = parent_->name + "/" + std::to_string(color_);
     child->parentId = parent_->id;
     // The same on every member: the parent, the color, and the first member's channel.
-    child->id = mix(mix(parent_->id, static_cast<std::uint64_t>(color_)),
-                    static_cast<std::uint64_t>(field(members.front(), 2))) |
+    child->id = detail::hashMix(detail::hashMix(parent_->id, static_cast<std::uint64_t>(color_)),
+                                static_cast<std::uint64_t>(field(members.front(), 2))) |
                 1;
     child->epoch = parent_->epoch;
     child->size = static_cast<int>(members.size());
@@ -165,13 +161,13 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key,
 
 Result<std::unique_ptr<Communicator>> Communicator::split(std::span<const int> ranks,
                                                           const OpOptions& options) {
-  std::uint64_t hash = 1469598103934665603ull;
+  std::uint64_t hash = detail::kHashSeed;
   std::vector<bool> seen(static_cast<std::size_t>(size()), false);
   int myIndex = -1;
   Status valid;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
-    hash = mix(hash, static_cast<std::uint64_t>(r));
+    hash = detail::hashMix(hash, static_cast<std::uint64_t>(r));
     if (r < 0 || r >= size() || seen[static_cast<std::size_t>(r)]) {
       if (valid.ok()) {
         valid = invalidArgument("split: rank list entry " + std::to_string(r) +
