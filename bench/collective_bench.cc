@@ -1,7 +1,8 @@
 // ftcomm-bench: ftcomm's collectives beside OpenMPI's in the same run, under mpirun.
 //
 //   mpirun -np N ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|alltoall
-//          [--min-bytes A] [--max-bytes B] [--iters N] [--check] [--compare mpi] [--json]
+//          [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check]
+//          [--compare mpi|recorder-off] [--json]
 //
 // Sizes follow nccl-tests: the bytes of the whole vector (allreduce, broadcast, reduce) or of
 // the whole result / input (allgather, reducescatter, alltoall), float32 elements. Time is the
@@ -9,6 +10,11 @@
 // factor (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; others 1).
 // --check first runs the operation on the same random inputs through ftcomm and MPI and
 // compares: int32 results must be identical, float32 within 1e-5 relative.
+//
+// Each size is timed in R rounds (default 5), ftcomm and the peer alternating, and the median
+// round of each is reported, so that a noisy machine moves both sides alike.
+// --compare recorder-off: the peer is ftcomm itself with the flight recorder switched off, to
+// measure what recording costs (the budget is 2% of an 8-byte allreduce).
 //
 // The rendezvous: FTCOMM_RENDEZVOUS if set; else rank 0 starts ftcomm-rendezvous (beside this
 // program) on loopback and tells the others through MPI.
@@ -32,6 +38,7 @@
 #include <vector>
 
 #include "ftcomm/communicator.h"
+#include "recorder/flight_recorder.h"
 
 extern char** environ;
 
@@ -45,16 +52,17 @@ struct Options {
   std::size_t minBytes = 8;
   std::size_t maxBytes = 1 << 20;
   int iters = 0;  // 0: by size
+  int rounds = 5;
   bool check = false;
-  bool compareMpi = false;
+  std::string peer;  // "", "mpi" or "recorder-off"
   bool json = false;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "ftcomm-bench: " << why
             << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
-               "alltoall [--min-bytes A] [--max-bytes B] [--iters N] [--check] [--compare mpi] "
-               "[--json]\n";
+               "alltoall [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check] "
+               "[--compare mpi|recorder-off] [--json]\n";
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
 }
@@ -91,13 +99,16 @@ Options parse(int argc, char** argv) {
       o.maxBytes = parseBytes(value());
     else if (flag == "--iters")
       o.iters = std::atoi(value().c_str());
+    else if (flag == "--rounds")
+      o.rounds = std::atoi(value().c_str());
     else if (flag == "--check")
       o.check = true;
     else if (flag == "--json")
       o.json = true;
     else if (flag == "--compare") {
-      if (value() != "mpi") usage("--compare takes mpi (gloo and ucx come with the tuning issue)");
-      o.compareMpi = true;
+      o.peer = value();
+      if (o.peer != "mpi" && o.peer != "recorder-off")
+        usage("--compare takes mpi or recorder-off (gloo and ucx come with the tuning issue)");
     } else
       usage("unknown flag " + flag);
   }
@@ -106,6 +117,7 @@ Options parse(int argc, char** argv) {
   if (std::find(ops.begin(), ops.end(), o.op) == ops.end()) usage("unknown op " + o.op);
   if (o.minBytes == 0 || o.minBytes > o.maxBytes) usage("need 0 < min-bytes <= max-bytes");
   if (o.iters < 0) usage("--iters must be positive");
+  if (o.rounds < 1 || o.rounds > 1000) usage("--rounds must be in 1..1000");
   return o;
 }
 
@@ -252,6 +264,11 @@ double timeIt(int iters, Body&& body) {
   return slowest;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,10 +294,10 @@ int main(int argc, char** argv) {
   Communicator& c = **created;
   int failures = 0;
   if (rank == 0 && !o.json) {
-    std::printf("# ftcomm-bench --op %s, %d ranks, float32%s\n", o.op.c_str(), n,
-                o.compareMpi ? ", beside OpenMPI" : "");
-    std::printf("%12s %12s %12s %12s %12s %8s %s\n", "bytes", "ftcomm_us", "busbw_GB/s", "mpi_us",
-                "mpi_GB/s", "ratio", o.check ? "check" : "");
+    std::printf("# ftcomm-bench --op %s, %d ranks, float32, median of %d rounds%s%s\n",
+                o.op.c_str(), n, o.rounds, o.peer.empty() ? "" : ", beside ", o.peer.c_str());
+    std::printf("%12s %12s %12s %12s %12s %8s %s\n", "bytes", "ftcomm_us", "busbw_GB/s", "peer_us",
+                "peer_GB/s", "peer/ft", o.check ? "check" : "");
   }
   for (std::size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= 2) {
     const Shape s = shapeOf(o.op, bytes, n);
@@ -299,36 +316,47 @@ int main(int argc, char** argv) {
                           : static_cast<int>(std::clamp<std::size_t>((64u << 20) / bytes, 5, 1000));
     std::vector<float> send(s.sendElems, 1.0f), recv(s.recvElems, 0.0f);
     Status last;
-    const double ftUs = timeIt(iters, [&] {
+    auto ftcommOnce = [&] {
       if (Status st = runFtcomm(c, o.op, DataType::kFloat32, send.data(), recv.data(), s.count);
           !st.ok())
         last = st;
-    });
+    };
+    std::vector<double> ftRounds, peerRounds;
+    for (int round = 0; round < o.rounds; ++round) {
+      ftRounds.push_back(timeIt(iters, ftcommOnce));
+      if (o.peer == "mpi") {
+        peerRounds.push_back(
+            timeIt(iters, [&] { runMpi(o.op, MPI_FLOAT, send.data(), recv.data(), s.count); }));
+      } else if (o.peer == "recorder-off") {
+        recorder::FlightRecorder::process().setRecording(false);
+        peerRounds.push_back(timeIt(iters, ftcommOnce));
+        recorder::FlightRecorder::process().setRecording(true);
+      }
+    }
     if (!last.ok()) {
       std::cerr << "ftcomm-bench: rank " << rank << ": " << last.toString() << "\n";
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    const double mpiUs =
-        o.compareMpi
-            ? timeIt(iters, [&] { runMpi(o.op, MPI_FLOAT, send.data(), recv.data(), s.count); })
-            : 0;
+    const bool compared = !o.peer.empty();
+    const double ftUs = median(ftRounds);
+    const double mpiUs = compared ? median(peerRounds) : 0;
     const std::size_t actual =
         (o.op == "allgather" || o.op == "reducescatter" || o.op == "alltoall")
             ? s.count * static_cast<std::size_t>(n) * 4
             : s.count * 4;
     const double ftBus = actual / ftUs / 1e3 * busFactor(o.op, n);
-    const double mpiBus = o.compareMpi ? actual / mpiUs / 1e3 * busFactor(o.op, n) : 0;
+    const double mpiBus = compared ? actual / mpiUs / 1e3 * busFactor(o.op, n) : 0;
     if (rank == 0) {
       if (o.json) {
         std::printf(
             "{\"op\":\"%s\",\"bytes\":%zu,\"ranks\":%d,\"ftcomm_us\":%.3f,\"ftcomm_busbw_gbs\":%."
             "4f,"
             "\"peer\":\"%s\",\"peer_us\":%.3f,\"peer_busbw_gbs\":%.4f%s}\n",
-            o.op.c_str(), actual, n, ftUs, ftBus, o.compareMpi ? "mpi" : "", mpiUs, mpiBus,
+            o.op.c_str(), actual, n, ftUs, ftBus, o.peer.c_str(), mpiUs, mpiBus,
             o.check ? (std::string(",\"check\":\"") + verdict + "\"").c_str() : "");
       } else {
         std::printf("%12zu %12.2f %12.3f %12.2f %12.3f %8.2f %s\n", actual, ftUs, ftBus, mpiUs,
-                    mpiBus, o.compareMpi ? mpiUs / ftUs : 0.0, verdict.c_str());
+                    mpiBus, compared ? mpiUs / ftUs : 0.0, verdict.c_str());
       }
       std::fflush(stdout);
     }

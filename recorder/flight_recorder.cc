@@ -33,8 +33,8 @@ std::size_t capacityFromEnvironment() {
   if (text == nullptr || *text == '\0') return FlightRecorder::kDefaultCapacity;
   char* end = nullptr;
   const unsigned long long value = std::strtoull(text, &end, 10);
-  if (*end != '\0' || value < 1 || value > (1u << 24)) {
-    std::cerr << "ftcomm: FTCOMM_FR_CAPACITY='" << text << "' is not a count in 1.." << (1u << 24)
+  if (*end != '\0' || value > (1u << 24)) {
+    std::cerr << "ftcomm: FTCOMM_FR_CAPACITY='" << text << "' is not a count in 0.." << (1u << 24)
               << "; using " << FlightRecorder::kDefaultCapacity << std::endl;
     return FlightRecorder::kDefaultCapacity;
   }
@@ -52,7 +52,7 @@ void onSignalDumpRequest(int) {
 
 }  // namespace
 
-FlightRecorder::FlightRecorder(std::size_t capacity) : slots_(capacity == 0 ? 1 : capacity) {}
+FlightRecorder::FlightRecorder(std::size_t capacity) : slots_(capacity) {}
 
 FlightRecorder& FlightRecorder::process() {
   // Never destroyed: entries may be recorded from threads that outlive static destruction.
@@ -67,6 +67,7 @@ FlightRecorder& FlightRecorder::process() {
 }
 
 std::shared_ptr<OpProgress> FlightRecorder::record(const OpDescriptor& op) {
+  if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return nullptr;
   auto progress = std::make_shared<OpProgress>();
   std::lock_guard lock(ringMu_);
   const std::uint64_t id = nextRecordId_++;

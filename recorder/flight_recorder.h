@@ -9,6 +9,7 @@
 // mutex over the ring; the progress thread never takes it (it only touches OpProgress).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -50,13 +51,20 @@ class FlightRecorder {
  public:
   static constexpr std::size_t kDefaultCapacity = 4096;
 
+  // Capacity 0 turns recording off: record() returns null and dumps hold no entries. It exists
+  // to measure what the recorder costs (ftcomm-bench --recorder off), not for production.
   explicit FlightRecorder(std::size_t capacity = kDefaultCapacity);
 
   // The process's recorder: capacity from FTCOMM_FR_CAPACITY, dumps to FTCOMM_FR_DIR
   // (default ./ftcomm-fr).
   static FlightRecorder& process();
 
+  // Null when recording is off; callers keep the progress and treat null as "nothing to mark".
   std::shared_ptr<OpProgress> record(const OpDescriptor& op);
+
+  // Turns recording off and on at run time, so that a benchmark can time the same operation
+  // both ways in one run. Off is for measurement only: a dump then misses operations.
+  void setRecording(bool on) { recording_.store(on, std::memory_order_relaxed); }
 
   void setIdentity(ProcessIdentity identity);
   // Adds or replaces a communicator of the tree written into dumps.
@@ -82,6 +90,7 @@ class FlightRecorder {
     std::shared_ptr<OpProgress> progress;
   };
 
+  std::atomic<bool> recording_{true};
   mutable std::mutex ringMu_;
   std::vector<Slot> slots_;
   std::uint64_t nextRecordId_ = 1;
