@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <map>
 
 #include "recorder/cli/analysis.h"
 #include "recorder/cli/json_writer.h"
@@ -94,12 +95,27 @@ void printTrace(const DumpSet& dumps, std::ostream& out) {
         .key("pid")
         .value(pid);
     json.key("args").beginObject().key("sort_index").value(pid).endObject().endObject();
+    // One track (tid) per communicator, numbered in the dump's order: communicator ids are
+    // 64-bit hashes, which JSON readers would round.
+    std::map<std::uint64_t, int> tracks;
+    auto trackOf = [&](std::uint64_t commId) {
+      auto [it, added] = tracks.emplace(commId, static_cast<int>(tracks.size()) + 1);
+      if (added) {
+        json.beginObject().key("ph").value("M").key("name").value("thread_name");
+        json.key("pid").value(pid).key("tid").value(it->second);
+        json.key("args").beginObject().key("name").value(commName(dump, commId));
+        json.endObject().endObject();
+      }
+      return it->second;
+    };
+    for (const auto& c : dump.communicators()) trackOf(c.comm_id());
     for (const auto& e : dump.entries()) {
+      const int track = trackOf(e.comm_id());
       const std::int64_t end = e.ended_ns() != 0 ? e.ended_ns() : dump.monotonic_at_dump_ns();
       json.beginObject();
       json.key("ph").value("X").key("name").value(opName(e.op()));
       json.key("cat").value(commName(dump, e.comm_id()));
-      json.key("pid").value(pid).key("tid").value(e.comm_id());
+      json.key("pid").value(pid).key("tid").value(track);
       json.key("ts").value(wallMicros(dump, e.scheduled_ns()));
       json.key("dur").value(static_cast<double>(end - e.scheduled_ns()) / 1000.0);
       json.key("args").beginObject();
