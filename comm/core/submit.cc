@@ -58,14 +58,23 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
                    Status(status.code(), std::string(call.name) + ": " + status.message()));
   }
 
-  std::lock_guard<std::mutex> lock(comm->engine->mutex());
+  std::unique_lock<std::mutex> lock(comm->engine->mutex());
   const std::uint64_t seq = ++comm->collectiveSeq;
   record.seq = seq;
   auto progress = recorder::FlightRecorder::process().record(record);
   if (!comm->broken.ok()) {
     // The collective another member already failed (its notice can arrive before this member
     // makes the call) fails with that member's error; later ones with Revoked.
-    if (seq == comm->brokenSeq) return refused(comm, std::move(progress), comm->broken);
+    if (seq == comm->brokenSeq) {
+      const Status why = comm->broken;
+      lock.unlock();
+      Work work = refused(comm, std::move(progress), why);
+      // The dump written when the notice came lacks this call; without it a reader would take
+      // this member for one that never entered the failed collective.
+      (void)recorder::FlightRecorder::process().dump(why.message() +
+                                                     " (called after the failure notice)");
+      return work;
+    }
     return refused(comm, std::move(progress),
                    Status(StatusCode::kRevoked,
                           comm->describe(call.name, seq) +
