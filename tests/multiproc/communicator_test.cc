@@ -2,7 +2,12 @@
 // (tests/fixtures/comm_peer.cc) run one scenario each and report one line per rank.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "child_process.h"
+#include "json_check.h"
 #include "mpi_job.h"
 #include "rendezvous_server_process.h"
 #include "temp_dir.h"
@@ -62,7 +67,8 @@ TEST_CASE("communicator: two communicators created at once without blocking") {
 
 TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on every rank") {
   for (const std::string scenario : {"mismatch-count", "mismatch-dtype"}) {
-    for (const auto& result : run(scenario, 3)) {
+    TempDir dir;
+    for (const auto& result : run(scenario, 3, {"FTCOMM_FR_DIR=" + dir.path.string()})) {
       INFO(scenario);
       CHECK_THAT(result, Catch::StartsWith("OK status=Mismatch after=Revoked"));
       // Both signatures are named.
@@ -72,6 +78,10 @@ TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on
         CHECK_THAT(result, Catch::Contains("int32") && Catch::Contains("float32"));
       }
     }
+    // The dumps tell the same story.
+    const std::string report = analyze(dir.path.string());
+    INFO(report);
+    CHECK_THAT(report, Catch::Contains("mismatch: rank 0 called all_reduce"));
   }
 }
 
@@ -119,5 +129,38 @@ TEST_CASE(
   const std::string report = analyze(dir.path.string());
   INFO(report);
   CHECK_THAT(report, Catch::Contains("dumps of 4 of 4 ranks"));
+  // The others' fourth allreduce; seq 1 is creation's wire-up exchange.
+  CHECK_THAT(report, Catch::Contains("first incomplete collective is seq 5, all_reduce"));
   CHECK_THAT(report, Catch::Contains("never entered it (likely culprits): rank 1"));
+  // The same dumps as a trace: valid JSON, one track per rank.
+  const auto tracePath = dir.path / "trace.json";
+  LineProcess fr({binary("ftcomm-fr"), "trace", dir.path.string(), "-o", tracePath.string()});
+  (void)fr.waitFor("no line starts like this", 60s);
+  CHECK(fr.child().waitExit(10s) == 0);
+  std::ifstream in(tracePath);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(JsonCheck::error(text.str()).empty());
+  for (int rank = 0; rank < 4; ++rank) {
+    CHECK_THAT(text.str(), Catch::Contains("\"process_name\",\"pid\":" + std::to_string(rank)));
+  }
+}
+
+TEST_CASE("communicator: SIGUSR1 to a running member dumps its recorder and the job goes on") {
+  TempDir dir;
+  for (const auto& result : run("sigusr1", 2, {"FTCOMM_FR_DIR=" + dir.path.string()})) {
+    CHECK(result == "OK dumped");
+  }
+  std::string rank0Dump;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    const std::string name = entry.path().string();
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".0.ftfr") == 0) rank0Dump = name;
+  }
+  REQUIRE(!rank0Dump.empty());
+  LineProcess fr({binary("ftcomm-fr"), "show", rank0Dump});
+  (void)fr.waitFor("no line starts like this", 60s);
+  INFO(fr.transcript());
+  CHECK_THAT(fr.transcript(), Catch::Contains("because: SIGUSR1"));
+  CHECK_THAT(fr.transcript(), Catch::Contains("broadcast"));
+  CHECK_THAT(fr.transcript(), Catch::Contains("all_reduce"));
 }
