@@ -30,6 +30,8 @@ struct CollectiveArgs {
   // allGatherV: recvCounts/recvDispls (elements) place each rank's block. allToAllV: all four,
   // by peer. Owned by the caller for the task's lifetime.
   std::span<const std::size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+  // Pipelined algorithms (ring allreduce): bytes per segment; 0 for the algorithm's default.
+  std::size_t segmentBytes = 0;
 };
 
 class CollectiveTask {

@@ -24,7 +24,7 @@ T inputOf(int rank, std::size_t i) {
 
 template <typename T>
 void checkAllReduce(const AlgorithmInfo& algorithm, DataType type, ReduceOp op, int ranks,
-                    std::size_t count, bool inPlace) {
+                    std::size_t count, bool inPlace, std::size_t segmentBytes = 0) {
   LocalFabric fabric(ranks);
   std::vector<std::vector<T>> in(static_cast<std::size_t>(ranks)), out(in.size());
   std::vector<std::unique_ptr<CollectiveTask>> tasks;
@@ -40,10 +40,12 @@ void checkAllReduce(const AlgorithmInfo& algorithm, DataType type, ReduceOp op, 
     args.recv = out[static_cast<std::size_t>(r)].data();
     args.send = inPlace ? args.recv : mine.data();
     args.tag = {7, 42};
+    args.segmentBytes = segmentBytes;
     tasks.push_back(algorithm.make(fabric.transport(r), args));
   }
   INFO(algorithm.name << " " << dataTypeName(type) << " " << reduceOpName(op) << " ranks=" << ranks
-                      << " count=" << count << (inPlace ? " in place" : ""));
+                      << " count=" << count << (inPlace ? " in place" : "")
+                      << " segment=" << segmentBytes);
   Status status = runAll(fabric, tasks);
   REQUIRE(status.toString() == "OK");
   // The reference: rank 0's input folded with each other rank's, in rank order.
@@ -134,4 +136,20 @@ TEST_CASE("the allreduce algorithm is chosen by size, or by name through FTCOMM_
   REQUIRE_FALSE(unknown.ok());
   CHECK_THAT(unknown.status().message(),
              Catch::Contains("known: ring recursive_doubling rabenseifner"));
+}
+
+TEST_CASE("the ring allreduce pipelines many segments per chunk, uneven last segments included") {
+  const AlgorithmInfo* ring = findAlgorithm(Collective::kAllReduce, "ring");
+  REQUIRE(ring != nullptr);
+  for (int ranks : {2, 3, 5, 8}) {
+    // 12-byte segments: 3 int32 each, so chunks of 1..40 elements end in short or empty segments.
+    for (std::size_t count :
+         {std::size_t{1}, std::size_t{5}, std::size_t{17}, std::size_t{64}, std::size_t{321}}) {
+      for (bool inPlace : {false, true}) {
+        checkAllReduce<std::int32_t>(*ring, DataType::kInt32, ReduceOp::kSum, ranks, count, inPlace,
+                                     12);
+      }
+    }
+    checkAllReduce<double>(*ring, DataType::kFloat64, ReduceOp::kMin, ranks, 1000, false, 64);
+  }
 }

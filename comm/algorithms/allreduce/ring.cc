@@ -1,7 +1,15 @@
-// Ring allreduce: a reduce-scatter around the ring, then an allgather around it. The vector is
-// cut into one chunk per rank; in each of n-1 steps a rank sends one chunk to its right
+// Ring allreduce, pipelined: a reduce-scatter around the ring, then an allgather around it. The
+// vector is cut into one chunk per rank; in each of n-1 steps a rank sends one chunk to its right
 // neighbour and folds the chunk from its left one into its own. Cost: 2(n-1) steps, each rank
 // sends and receives 2(n-1)/n of the vector: bandwidth-optimal, for large messages.
+//
+// Each chunk travels in segments (CollectiveArgs::segmentBytes, default 256 KiB), and the
+// schedule is one stream of units, unit u = (step, segment) in order: a segment goes on to the
+// right as soon as it is reduced, while the next one is still arriving, so reductions overlap
+// the transfers instead of alternating with them. Receives are posted in unit order (the left
+// neighbour sends in unit order, and one tag matches in order), at most kDepth ahead of the
+// last consumed one; reduce-scatter segments land in a kDepth-slot scratch ring.
+#include <deque>
 #include <vector>
 
 #include "algorithms/collectives.h"
@@ -11,46 +19,62 @@ namespace ftcomm::algorithms {
 
 namespace {
 
+constexpr std::size_t kDefaultSegmentBytes = 256 * 1024;
+constexpr std::size_t kDepth = 4;
+
 class RingAllReduce final : public TaskBase {
  public:
   RingAllReduce(transport::Transport& transport, const CollectiveArgs& args)
       : TaskBase(transport, args), n_(transport.size()), rank_(transport.rank()) {}
 
   Result<bool> advance() override {
-    if (phase_ == Phase::kStart) {
+    if (!started_) {
+      started_ = true;
       copyInput();
       if (n_ == 1 || args_.count == 0) return finishReduction(args_.recv, args_.count);
-      scratch_.resize(chunkCount(0) * elementBytes_);  // chunk 0 is the largest
-      phase_ = Phase::kReduceScatter;
-      postReduceScatter();
+      const std::size_t segmentBytes =
+          args_.segmentBytes > 0 ? args_.segmentBytes : kDefaultSegmentBytes;
+      segmentElems_ = std::max<std::size_t>(1, segmentBytes / elementBytes_);
+      segments_ = (chunkCount(0) + segmentElems_ - 1) / segmentElems_;  // chunk 0 is the largest
+      reduceScatterUnits_ = static_cast<std::size_t>(n_ - 1) * segments_;
+      units_ = 2 * reduceScatterUnits_;
+      scratch_.resize(kDepth * segmentElems_ * elementBytes_);
     }
     while (true) {
-      auto done = stepDone();
-      if (!done.ok()) return done.status();
-      if (!*done) return false;
-      if (phase_ == Phase::kReduceScatter) {
-        const int chunk = wrap(rank_ - stepIndex_ - 1);
-        FTCOMM_RETURN_IF_ERROR(reduceInto(args_.dtype, args_.op, recvBytes(chunkStart(chunk)),
-                                          scratch_.data(), chunkCount(chunk)));
-        if (++stepIndex_ < n_ - 1) {
-          postReduceScatter();
-        } else {
-          phase_ = Phase::kAllGather;
-          stepIndex_ = 0;
-          postAllGather();
-        }
-      } else {
-        if (++stepIndex_ < n_ - 1) {
-          postAllGather();
-        } else {
-          return finishReduction(args_.recv, args_.count);
-        }
+      bool moved = false;
+      while (recvPosted_ < units_ && recvPosted_ < consumed_ + kDepth &&
+             recvTargetFree(recvPosted_)) {
+        postRecv(recvPosted_++);
+        moved = true;
       }
+      while (sendPosted_ < units_ && sendReady(sendPosted_)) {
+        postSend(sendPosted_++);
+        moved = true;
+      }
+      if (!recvs_.empty() && recvs_.front()->done()) {
+        if (!recvs_.front()->status().ok()) return recvs_.front()->status();
+        recvs_.pop_front();
+        FTCOMM_RETURN_IF_ERROR(consume(consumed_++));
+        moved = true;
+      }
+      while (!sends_.empty() && sends_.front()->done()) {
+        if (!sends_.front()->status().ok()) return sends_.front()->status();
+        sends_.pop_front();
+        ++sendsDone_;
+        moved = true;
+      }
+      if (consumed_ == units_ && sendsDone_ == units_)
+        return finishReduction(args_.recv, args_.count);
+      if (!moved) return false;
     }
   }
 
  private:
-  enum class Phase { kStart, kReduceScatter, kAllGather };
+  // The part of the vector a unit moves: one segment of one chunk.
+  struct Piece {
+    std::size_t start = 0;  // element
+    std::size_t count = 0;
+  };
 
   std::size_t chunkCount(int chunk) const {
     const std::size_t n = static_cast<std::size_t>(n_);
@@ -60,30 +84,71 @@ class RingAllReduce final : public TaskBase {
     const std::size_t c = static_cast<std::size_t>(chunk), n = static_cast<std::size_t>(n_);
     return c * (args_.count / n) + std::min(c, args_.count % n);
   }
+  Piece piece(int chunk, std::size_t segment) const {
+    const std::size_t offset = segment * segmentElems_, total = chunkCount(chunk);
+    if (offset >= total) return {chunkStart(chunk), 0};
+    return {chunkStart(chunk) + offset, std::min(segmentElems_, total - offset)};
+  }
+  bool inReduceScatter(std::size_t unit) const { return unit < reduceScatterUnits_; }
+  // The step within the unit's phase.
+  int stepOf(std::size_t unit) const {
+    const std::size_t phaseUnit = inReduceScatter(unit) ? unit : unit - reduceScatterUnits_;
+    return static_cast<int>(phaseUnit / segments_);
+  }
+  std::size_t segmentOf(std::size_t unit) const { return unit % segments_; }
+  Piece sendPiece(std::size_t unit) const {
+    const int s = stepOf(unit);
+    return piece(inReduceScatter(unit) ? wrap(rank_ - s) : wrap(rank_ + 1 - s), segmentOf(unit));
+  }
+  Piece recvPiece(std::size_t unit) const {
+    const int s = stepOf(unit);
+    return piece(inReduceScatter(unit) ? wrap(rank_ - s - 1) : wrap(rank_ - s), segmentOf(unit));
+  }
+  std::byte* scratchSlot(std::size_t unit) {
+    return scratch_.data() + (unit % kDepth) * segmentElems_ * elementBytes_;
+  }
+
+  // A unit's data is ready to go right once the unit one step earlier on the same segment was
+  // consumed (reduced into, or received); the first step sends the input.
+  bool sendReady(std::size_t unit) const {
+    return unit < segments_ || consumed_ > unit - segments_;
+  }
+  // An allgather receive overwrites the piece this rank sent in the same step of the
+  // reduce-scatter: that send must have completed first.
+  bool recvTargetFree(std::size_t unit) const {
+    if (inReduceScatter(unit)) return true;
+    return sendsDone_ > unit - reduceScatterUnits_;
+  }
+
+  void postRecv(std::size_t unit) {
+    const Piece p = recvPiece(unit);
+    void* target = inReduceScatter(unit) ? scratchSlot(unit) : recvBytes(p.start);
+    recvs_.push_back(transport_.recv(left(), args_.tag, target, p.count * elementBytes_));
+  }
+  void postSend(std::size_t unit) {
+    const Piece p = sendPiece(unit);
+    sends_.push_back(
+        transport_.send(right(), args_.tag, recvBytes(p.start), p.count * elementBytes_));
+  }
+  Status consume(std::size_t unit) {
+    if (!inReduceScatter(unit)) return Status::Ok();  // received in place
+    const Piece p = recvPiece(unit);
+    return reduceInto(args_.dtype, args_.op, recvBytes(p.start), scratchSlot(unit), p.count);
+  }
+
   int right() const { return wrap(rank_ + 1); }
   int left() const { return wrap(rank_ - 1); }
 
-  void postReduceScatter() {
-    nextStep();
-    const int out = wrap(rank_ - stepIndex_), in = wrap(rank_ - stepIndex_ - 1);
-    post(transport_.recv(left(), args_.tag, scratch_.data(), chunkCount(in) * elementBytes_));
-    post(transport_.send(right(), args_.tag, recvBytes(chunkStart(out)),
-                         chunkCount(out) * elementBytes_));
-  }
-
-  void postAllGather() {
-    nextStep();
-    const int out = wrap(rank_ + 1 - stepIndex_), in = wrap(rank_ - stepIndex_);
-    post(transport_.recv(left(), args_.tag, recvBytes(chunkStart(in)),
-                         chunkCount(in) * elementBytes_));
-    post(transport_.send(right(), args_.tag, recvBytes(chunkStart(out)),
-                         chunkCount(out) * elementBytes_));
-  }
-
   const int n_;
   const int rank_;
-  Phase phase_ = Phase::kStart;
-  int stepIndex_ = 0;
+  bool started_ = false;
+  std::size_t segmentElems_ = 1;
+  std::size_t segments_ = 1;  // per chunk
+  std::size_t reduceScatterUnits_ = 0;
+  std::size_t units_ = 0;
+  std::size_t recvPosted_ = 0, consumed_ = 0;
+  std::size_t sendPosted_ = 0, sendsDone_ = 0;
+  std::deque<transport::RequestPtr> recvs_, sends_;
   std::vector<std::byte> scratch_;
 };
 
