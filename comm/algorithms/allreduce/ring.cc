@@ -3,7 +3,7 @@
 // neighbour and folds the chunk from its left one into its own. Cost: 2(n-1) steps, each rank
 // sends and receives 2(n-1)/n of the vector: bandwidth-optimal, for large messages.
 //
-// Each chunk travels in segments (CollectiveArgs::segmentBytes, default 256 KiB), and the
+// Each chunk travels in segments (CollectiveArgs::segmentBytes, default 1 MiB), and the
 // schedule is one stream of units, unit u = (step, segment) in order: a segment goes on to the
 // right as soon as it is reduced, while the next one is still arriving, so reductions overlap
 // the transfers instead of alternating with them. Receives are posted in unit order (the left
@@ -19,7 +19,7 @@ namespace ftcomm::algorithms {
 
 namespace {
 
-constexpr std::size_t kDefaultSegmentBytes = 256 * 1024;
+constexpr std::size_t kDefaultSegmentBytes = 1 << 20;
 constexpr std::size_t kDepth = 4;
 
 class RingAllReduce final : public TaskBase {
