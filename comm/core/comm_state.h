@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -18,6 +19,15 @@
 #include "transport/transport.h"
 
 namespace ftcomm::detail {
+
+// What the rendezvous says of the job beyond failures, shared by every epoch of a world and its
+// children; written by the watch thread.
+struct JobWatch {
+  std::atomic<std::uint32_t> replacementsWaiting{0};
+  // The newest epoch in which a member failed or that was revoked: an epoch being set up checks
+  // it once attached, so that an event that came before it was attached is not missed.
+  std::atomic<std::uint64_t> failedEpoch{0};
+};
 
 class CommState {
  public:
@@ -32,7 +42,10 @@ class CommState {
   std::uint64_t epoch = 0;
   int rank = 0;
   int size = 1;
+  std::shared_ptr<JobWatch> watch;
   std::vector<int> worldRanks;          // by rank
+  std::vector<std::uint64_t> memberIds;  // the rendezvous's member ids by rank (world only)
+  bool admittedAsReplacement = false;    // this process joined a running job (world only)
   std::vector<int> parentRanks;         // by rank
   std::vector<std::string> addresses;   // UCX worker addresses by rank
   std::uint16_t channel = 0;            // this process's receive channel
@@ -44,6 +57,7 @@ class CommState {
   std::uint64_t collectiveSeq = 0;
   std::uint64_t p2pSeq = 0;
   Status broken;                // Ok while usable
+  bool aborted = false;
   std::uint64_t brokenSeq = 0;  // the collective that broke it (0: none in particular)
   struct Control {
     std::array<char, 1024> buffer{};

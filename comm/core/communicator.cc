@@ -110,7 +110,9 @@ std::size_t maxEnd(std::span<const std::size_t> counts, std::span<const std::siz
 
 }  // namespace
 
-Communicator::Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
+Communicator::Communicator(std::shared_ptr<detail::CommState> state,
+                           std::shared_ptr<detail::WorldIdentity> world)
+    : state_(std::move(state)), world_(std::move(world)) {}
 
 int Communicator::rank() const {
   return state_->rank;

@@ -5,11 +5,11 @@
 #include <future>
 
 #include "core/comm_state.h"
+#include "core/epoch.h"
 #include "core/hash.h"
 #include "core/pending.h"
 #include "ftcomm/communicator.h"
 #include "recorder/flight_recorder.h"
-#include "transport/ucx/ucx_transport.h"
 
 namespace ftcomm {
 
@@ -35,43 +35,82 @@ std::uint64_t hashOf(const std::string& text) {
   return detail::hashText(text) | 1;  // never 0: 0 means "no parent" in the recorder
 }
 
-std::chrono::milliseconds left(Clock::time_point deadline) {
-  return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-}
-
-// Joins, and the view of the first epoch.
+// Joins, and the view of the epoch this process enters: the first one, or for a replacement the
+// one that admitted it (rank and size then come from the rendezvous).
 Result<rendezvous::EpochView> joinJob(rendezvous::RendezvousClient& client, int rank, int size,
-                                      const std::string& address, Clock::time_point deadline) {
+                                      const std::string& address, Clock::time_point deadline,
+                                      bool* admittedAsReplacement) {
   rendezvous::JoinOptions join;
-  join.worldSize = size;
-  join.desiredRank = rank;
+  join.worldSize = std::max(size, 0);
+  if (rank >= 0) join.desiredRank = rank;
   join.transportAddress = address;
-  join.timeout = left(deadline);
+  join.timeout = detail::timeLeft(deadline);
   auto joined = client.join(join);
   if (!joined.ok()) return joined.status();
-  if (joined->rank() != rank) {
+  *admittedAsReplacement = joined->replacement();
+  if (!joined->replacement() && joined->rank() != rank) {
     return failedPrecondition("the rendezvous gave rank " + std::to_string(joined->rank()) +
                               " to this process, which asked for rank " + std::to_string(rank));
   }
   return rendezvous::EpochView{joined->view(), joined->rank()};
 }
 
+// The rendezvous client of a world: membership events reach the engine and the job watch, and
+// the last communicator state of the world to go leaves the job cleanly (a member that exits
+// without leaving is declared failed).
+Result<std::shared_ptr<rendezvous::RendezvousClient>> connectRendezvous(
+    const CommOptions& options, const std::string& address, const std::string& job,
+    const std::shared_ptr<detail::Engine>& engine, const std::shared_ptr<detail::JobWatch>& watch) {
+  auto self = std::make_shared<std::weak_ptr<rendezvous::RendezvousClient>>();
+  std::weak_ptr<detail::Engine> weakEngine = engine;
+  rendezvous::ClientOptions client;
+  client.address = address;
+  client.jobId = job;
+  client.token = options.token.empty() ? envString("FTCOMM_TOKEN", "") : options.token;
+  client.onEvent = [self, weakEngine, watch](const rendezvous::pb::Event& event) {
+    using Event = rendezvous::pb::Event;
+    if (event.kind() == Event::REPLACEMENT_WAITING || event.kind() == Event::SNAPSHOT) {
+      watch->replacementsWaiting.store(event.replacements_waiting());
+    } else if (event.kind() == Event::EPOCH_COMMITTED) {
+      watch->replacementsWaiting.store(0);
+    }
+    if (event.kind() == Event::MEMBER_FAILED || event.kind() == Event::EPOCH_REVOKED ||
+        (event.kind() == Event::SNAPSHOT && event.revoked())) {
+      std::uint64_t seen = watch->failedEpoch.load();
+      while (seen < event.epoch() && !watch->failedEpoch.compare_exchange_weak(seen, event.epoch())) {
+      }
+    }
+    auto e = weakEngine.lock();
+    auto c = self->lock();
+    if (e && c) e->rendezvousEvent(c, event);
+  };
+  auto created = rendezvous::RendezvousClient::create(client);
+  if (!created.ok()) return created.status();
+  std::shared_ptr<rendezvous::RendezvousClient> shared(created->release(),
+                                                       [](rendezvous::RendezvousClient* c) {
+                                                         (void)c->leave();
+                                                         delete c;
+                                                       });
+  *self = shared;
+  return shared;
+}
+
 Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options) {
   const int createMs = envInt("FTCOMM_CREATE_TIMEOUT_MS", -1);
   const auto deadline =
       Clock::now() + (createMs > 0 ? std::chrono::milliseconds(createMs) : options.timeout);
+  const bool replacement = options.replacement || envInt("FTCOMM_REPLACEMENT", 0) == 1;
   const int size = options.size >= 0
                        ? options.size
                        : envInt("FTCOMM_WORLD_SIZE", envInt("OMPI_COMM_WORLD_SIZE", -1));
   const int rank =
       options.rank >= 0 ? options.rank : envInt("FTCOMM_RANK", envInt("OMPI_COMM_WORLD_RANK", -1));
-  if (size < 1) {
+  if (!replacement && size < 1) {
     return invalidArgument(
         "the world size is unknown or malformed: set CommOptions::size or FTCOMM_WORLD_SIZE, or "
         "run under mpirun");
   }
-  if (rank < 0 || rank >= size) {
+  if (!replacement && (rank < 0 || rank >= size)) {
     return invalidArgument("rank " + std::to_string(rank) + " is unknown or outside 0.." +
                            std::to_string(size - 1) +
                            ": set CommOptions::rank or FTCOMM_RANK, or run under mpirun");
@@ -90,93 +129,35 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
 
   auto engine = detail::Engine::instance();
   if (!engine.ok()) return engine.status();
-  auto state = std::make_shared<detail::CommState>();
-  state->engine = *engine;
-  state->name = options.name;
-  state->opTimeout =
+  detail::WorldIdentity world;
+  world.engine = *engine;
+  world.watch = std::make_shared<detail::JobWatch>();
+  world.job = job;
+  world.name = options.name;
+  world.id = hashOf("world/" + job);
+  world.opTimeout =
       options.opTimeout.count() > 0 ? options.opTimeout : std::chrono::milliseconds(timeoutMs);
+  world.minSize = options.minSize > 0 ? options.minSize : envInt("FTCOMM_MIN_WORLD_SIZE", 1);
+  const int reconfigureMs = envInt("FTCOMM_RECONFIGURE_TIMEOUT_MS", 60000);
+  if (world.minSize < 1 || reconfigureMs < 1) {
+    return invalidArgument(
+        "FTCOMM_MIN_WORLD_SIZE and FTCOMM_RECONFIGURE_TIMEOUT_MS must be positive numbers");
+  }
+  world.reconfigureTimeout = std::chrono::milliseconds(reconfigureMs);
+  auto client = connectRendezvous(options, address, job, *engine, world.watch);
+  if (!client.ok()) return client.status();
+  world.rendezvous = *client;
 
-  // The rendezvous client: membership events reach the engine, and the last communicator
-  // of the world to go leaves the job cleanly (a member that exits without leaving is failed).
-  auto self = std::make_shared<std::weak_ptr<rendezvous::RendezvousClient>>();
-  std::weak_ptr<detail::Engine> weakEngine = *engine;
-  rendezvous::ClientOptions client;
-  client.address = address;
-  client.jobId = job;
-  client.token = options.token.empty() ? envString("FTCOMM_TOKEN", "") : options.token;
-  client.onEvent = [self, weakEngine](const rendezvous::pb::Event& event) {
-    if (event.kind() != rendezvous::pb::Event::MEMBER_FAILED) return;
-    auto e = weakEngine.lock();
-    auto c = self->lock();
-    if (e && c)
-      e->memberFailed(
-          c, event.rank(),
-          "rank " + std::to_string(event.rank()) + " failed (rendezvous): " + event.reason());
-  };
-  auto created = rendezvous::RendezvousClient::create(client);
-  if (!created.ok()) return created.status();
-  state->rendezvous = std::shared_ptr<rendezvous::RendezvousClient>(
-      created->release(), [](rendezvous::RendezvousClient* c) {
-        (void)c->leave();
-        delete c;
-      });
-  *self = state->rendezvous;
-
-  auto view = joinJob(*state->rendezvous, rank, size, (*engine)->address(), deadline);
+  bool admitted = false;
+  auto view = joinJob(*world.rendezvous, replacement ? -1 : rank, replacement ? 0 : size,
+                      (*engine)->address(), deadline, &admitted);
   if (!view.ok()) return view.status();
-  state->epoch = view->view.epoch();
-  state->rank = rank;
-  state->size = size;
-  for (const auto& member : view->view.members()) {
-    state->worldRanks.push_back(member.rank());
-    state->addresses.push_back(member.process().transport_address());
-  }
-  state->parentRanks = state->worldRanks;
-  state->id = hashOf("world/" + job);
-
-  // Receive channels: each member picks its own and publishes it (UcxTransport::connect).
-  auto channel = (*engine)->allocateChannel();
-  if (!channel.ok()) return channel.status();
-  state->channel = *channel;
-  const std::string prefix = "ftcomm/channel/" + std::to_string(state->epoch) + "/";
-  FTCOMM_RETURN_IF_ERROR(
-      state->rendezvous->kvSet(prefix + std::to_string(rank), std::to_string(*channel)));
-  std::vector<std::string> keys;
-  for (int r = 0; r < size; ++r) keys.push_back(prefix + std::to_string(r));
-  auto published = state->rendezvous->kvWait(keys, left(deadline));
-  if (!published.ok()) return published.status();
-  for (const std::string& value : *published) {
-    char* end = nullptr;
-    const unsigned long parsed = std::strtoul(value.c_str(), &end, 10);
-    if (*end != '\0' || parsed == 0 || parsed > 0xffff) {
-      return internalError("a malformed channel in the rendezvous: '" + value + "'");
-    }
-    state->channels.push_back(static_cast<std::uint16_t>(parsed));
-  }
-
-  {
-    std::lock_guard<std::mutex> lock((*engine)->mutex());
-    auto connected = ucx::UcxTransport::connect((*engine)->workerLocked(), rank, state->addresses,
-                                                state->channels);
-    if (!connected.ok()) return connected.status();
-    state->transport = std::move(connected).value();
-    (*engine)->attachLocked(state);
-  }
-  state->registerWithRecorder();
-  recorder::FlightRecorder::process().setIdentity({job, rank, size, state->epoch});
   // SIGUSR1 dumps a live process's recorder (the handler only posts; a thread writes).
   if (Status s = recorder::FlightRecorder::process().enableSignalDump(); !s.ok()) return s;
-
-  auto comm = std::make_unique<Communicator>(state);
-  // Eager: one message between every pair, so every endpoint is wired up now.
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(size)), in(out.size());
-  OpOptions wireup;
-  wireup.timeout = left(deadline);
-  if (Status s = comm->allToAll(out.data(), in.data(), 1, DataType::kUint8, wireup).wait();
-      !s.ok()) {
-    return Status(s.code(), "connecting to every member: " + s.message());
-  }
-  return comm;
+  auto state = detail::connectEpoch(world, *view, deadline);
+  if (!state.ok()) return state.status();
+  (*state)->admittedAsReplacement = admitted;
+  return std::make_unique<Communicator>(*state, std::make_shared<detail::WorldIdentity>(world));
 }
 
 class PendingCreation final : public PendingCommunicator::Impl {

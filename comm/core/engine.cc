@@ -9,6 +9,7 @@
 
 #include "core/comm_state.h"
 #include "recorder/flight_recorder.h"
+#include "rendezvous/client.h"
 
 namespace ftcomm::detail {
 
@@ -189,32 +190,60 @@ bool Engine::pollControlsLocked(CommState& comm) {
   return false;
 }
 
-void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool tellPeers) {
+void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq,
+                         bool detectedHere) {
   if (!comm.broken.ok()) return;
   comm.broken = why;
   comm.brokenSeq = seq;
   const Status revoked(StatusCode::kRevoked, "communicator " + comm.name + " (epoch " +
                                                  std::to_string(comm.epoch) +
                                                  ") is unusable: " + why.toString());
+  std::vector<std::pair<WorkState*, Status>> failing;
   for (auto& op : ops_) {
     if (op->comm.get() != &comm || op->work->done()) continue;
-    op->work->complete(op->collective && op->seq == seq ? why : revoked);
+    failing.emplace_back(op->work.get(), op->collective && op->seq == seq ? why : revoked);
   }
-  if (comm.transport) {
-    comm.transport->cancelAll(revoked);
-    if (tellPeers) {
-      comm.notice = encodeNotice(why, seq);
-      if (comm.notice.size() > CommState::Control{}.buffer.size()) {
-        comm.notice.resize(CommState::Control{}.buffer.size());
-      }
-      for (int peer = 0; peer < comm.size; ++peer) {
-        if (peer == comm.rank) continue;
-        (void)comm.transport->send(peer, {comm.channel, kControlSlot, kControlSignature},
-                                   comm.notice.data(), comm.notice.size());
-      }
-    }
-  }
+  // The evidence first: the entries already say how they failed when the dump is written, and
+  // no waiter learns of the failure before the dump exists.
+  for (auto& [work, status] : failing) work->recordFailure(status);
   (void)recorder::FlightRecorder::process().dump(revoked.message());
+  for (auto& [work, status] : failing) work->complete(status);
+  if (!comm.transport) return;
+  comm.transport->cancelAll(revoked);
+  if (!detectedHere) return;
+  comm.notice = encodeNotice(why, seq);
+  if (comm.notice.size() > CommState::Control{}.buffer.size()) {
+    comm.notice.resize(CommState::Control{}.buffer.size());
+  }
+  for (int peer = 0; peer < comm.size; ++peer) {
+    if (peer == comm.rank) continue;
+    (void)comm.transport->send(peer, {comm.channel, kControlSlot, kControlSignature},
+                               comm.notice.data(), comm.notice.size());
+  }
+  tellRendezvousLocked(comm, why);
+}
+
+void Engine::tellRendezvousLocked(const CommState& comm, const Status& why) {
+  if (!comm.rendezvous) return;
+  // A peer the transport found dead is reported (the first report wins); any other failure of
+  // a world communicator revokes its epoch for every member. A split child's other failures
+  // (a mismatch, a deadline) stay within the child: its members were told above.
+  std::vector<std::pair<int, std::string>> suspects;
+  for (int peer = 0; peer < comm.size; ++peer) {
+    if (peer == comm.rank) continue;
+    Status s = comm.transport->peerStatus(peer);
+    if (!s.ok()) suspects.emplace_back(comm.worldRanks[static_cast<std::size_t>(peer)], s.message());
+  }
+  if (suspects.empty() && comm.parentId != 0) return;
+  outbox_.post([client = comm.rendezvous, epoch = comm.epoch, suspects = std::move(suspects),
+                reason = why.toString()] {
+    if (client->epoch() != epoch) return;  // the job has moved on
+    if (suspects.empty()) {
+      (void)client->revoke(reason);
+      return;
+    }
+    for (const auto& [worldRank, what] : suspects) (void)client->reportFailure(worldRank, what);
+  });
 }
 
 void Engine::closeLocked(CommState& comm) {
@@ -227,16 +256,37 @@ void Engine::closeLocked(CommState& comm) {
   comm.transport.reset();
 }
 
-void Engine::memberFailed(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                          int worldRank, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+void Engine::revokeEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                               std::uint64_t epoch, const Status& why) {
   for (const auto& weak : comms_) {
     auto comm = weak.lock();
-    if (!comm || comm->rendezvous != client || !comm->broken.ok() || !comm->transport) continue;
-    const auto it = std::find(comm->worldRanks.begin(), comm->worldRanks.end(), worldRank);
-    if (it == comm->worldRanks.end()) continue;
-    comm->transport->failPeer(static_cast<int>(it - comm->worldRanks.begin()),
-                              Status(StatusCode::kPeerFailed, reason));
+    if (!comm || comm->rendezvous != client || comm->epoch != epoch) continue;
+    breakLocked(*comm, why, 0, false);
+  }
+}
+
+void Engine::rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                             const rendezvous::pb::Event& event) {
+  using Event = rendezvous::pb::Event;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (event.kind() == Event::MEMBER_FAILED) {
+    const Status why(StatusCode::kPeerFailed, "world rank " + std::to_string(event.rank()) +
+                                                  " failed (" + event.reason() + ")");
+    for (const auto& weak : comms_) {
+      auto comm = weak.lock();
+      if (!comm || comm->rendezvous != client || comm->epoch != event.epoch()) continue;
+      const auto it = std::find(comm->worldRanks.begin(), comm->worldRanks.end(), event.rank());
+      if (comm->transport && it != comm->worldRanks.end()) {
+        comm->transport->failPeer(static_cast<int>(it - comm->worldRanks.begin()), why);
+      }
+    }
+    revokeEpochLocked(client, event.epoch(), why);
+  } else if (event.kind() == Event::EPOCH_REVOKED ||
+             (event.kind() == Event::SNAPSHOT && event.revoked())) {
+    revokeEpochLocked(client, event.epoch(),
+                      Status(StatusCode::kRevoked, "epoch " + std::to_string(event.epoch()) +
+                                                       " of the job was revoked (" +
+                                                       event.reason() + ")"));
   }
   wake();
 }

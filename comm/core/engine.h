@@ -8,7 +8,10 @@
 // a collective that fails (Mismatch, a dead peer, a deadline) breaks its communicator — every
 // pending operation of it fails, pending receives are withdrawn, the flight recorder dumps, and
 // the other members are told through a control message, so that all of them fail too instead
-// of waiting for messages that will never come.
+// of waiting for messages that will never come. Beyond the communicator, a failure found here
+// goes to the rendezvous (outbox.h): a dead peer is reported, any other failure of a world
+// communicator revokes its epoch; and the rendezvous's events (a member failed, the epoch was
+// revoked) break every communicator of that epoch, split children included.
 //
 // Thread-safety: every public method may be called from any thread; members marked Locked need
 // mutex() held.
@@ -23,12 +26,16 @@
 #include <vector>
 
 #include "core/operation.h"
+#include "core/outbox.h"
 #include "ftcomm/status.h"
 #include "transport/ucx/ucx_worker.h"
 
 namespace ftcomm::rendezvous {
 class RendezvousClient;
+namespace v1 {
+class Event;
 }
+}  // namespace ftcomm::rendezvous
 
 namespace ftcomm::detail {
 
@@ -49,14 +56,20 @@ class Engine {
   // Listens to a communicator's control messages (engine.h's failure handling).
   void attachLocked(const std::shared_ptr<CommState>& comm);
   // Breaks `comm`: the operation `seq` fails with `why`, every other pending one with Revoked.
-  // Tells the other members when `tellPeers`.
-  void breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool tellPeers);
+  // `detectedHere`: the failure was found by this process, so the other members are told
+  // (control messages) and the rendezvous too; otherwise it came from them.
+  void breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool detectedHere);
   // Ends a communicator: its pending operations fail with Cancelled and are dropped, and its
   // transport is closed.
   void closeLocked(CommState& comm);
-  // A member of some communicators died (the rendezvous said so); by world rank.
-  void memberFailed(const std::shared_ptr<rendezvous::RendezvousClient>& client, int worldRank,
-                    const std::string& reason);
+  // Breaks every communicator of `epoch` of the job that `client` belongs to (world and split
+  // children), as told from elsewhere: nobody else is told.
+  void revokeEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                         std::uint64_t epoch, const Status& why);
+  // A membership event of the job that `client` belongs to: a member failed, or the epoch was
+  // revoked. Breaks every communicator of that epoch.
+  void rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                       const rendezvous::v1::Event& event);
 
   // One round of progress if no other thread is making it; true when anything moved.
   bool tryProgress();
@@ -71,6 +84,8 @@ class Engine {
   bool pollLocked();
   bool pollControlsLocked(CommState& comm);
   void sweepLocked();
+  // breakLocked's message to the rendezvous, sent from the outbox.
+  void tellRendezvousLocked(const CommState& comm, const Status& why);
   void wake();
 
   std::mutex mu_;
@@ -83,6 +98,7 @@ class Engine {
   bool stopping_ = false;
   Clock::time_point sleepingUntil_{};
   std::thread thread_;
+  RendezvousOutbox outbox_;
 };
 
 }  // namespace ftcomm::detail

@@ -31,6 +31,11 @@ class WorkState {
   void markStarted() {
     if (progress_) progress_->markStarted();
   }
+  // Writes a failure into the flight-recorder entry ahead of complete(), so that a dump taken in
+  // between shows it; complete() then finishes the Work (its recorder transition is ignored).
+  void recordFailure(const Status& status) {
+    if (progress_) progress_->markFailed(status.toString());
+  }
   // Valid once done().
   const Status& result() const { return status_; }
   std::size_t bytes() const { return bytes_; }

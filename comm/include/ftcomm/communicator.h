@@ -14,6 +14,14 @@
 // communicator unusable: its pending and later operations fail with Revoked, and the members
 // are told. A failed point-to-point operation fails alone.
 //
+// Fault tolerance (DESIGN.md's contract): a failure anywhere in the job (a dead member, a
+// revoke(), a failed collective of the world) revokes the job's epoch: every pending and later
+// operation of every communicator of that epoch fails with PeerFailed or Revoked. The world
+// communicator then recovers in place with reconfigure(): the survivors agree on the next epoch
+// through the rendezvous, keep their relative order, and go on with the same object. Split
+// children do not follow: a reconfigure revokes them for good (Revoked, "split again"), and the
+// application splits the reconfigured world again.
+//
 // Sizes are element counts of the operation's dtype. In place: pass the same buffer for send
 // and recv (allGather / gather: send may be this rank's block of recv; scatter: recv may be
 // this rank's block of send).
@@ -37,7 +45,8 @@ namespace ftcomm {
 
 namespace detail {
 class CommState;
-}
+struct WorldIdentity;
+}  // namespace detail
 
 struct CommOptions {
   // -1: FTCOMM_RANK / FTCOMM_WORLD_SIZE, else mpirun's OMPI_COMM_WORLD_RANK / _SIZE.
@@ -52,6 +61,27 @@ struct CommOptions {
   std::chrono::milliseconds timeout{60000};
   // Every operation's default deadline; 0: FTCOMM_TIMEOUT_MS, else 300 s.
   std::chrono::milliseconds opTimeout{0};
+  // Join a running job as a replacement (or FTCOMM_REPLACEMENT=1): create() returns once a
+  // reconfigure() of the survivors admitted this process; rank and size come from there.
+  bool replacement = false;
+  // reconfigure() refuses to continue with fewer members; 0: FTCOMM_MIN_WORLD_SIZE, else 1.
+  int minSize = 0;
+};
+
+struct ReconfigureOptions {
+  // For the agreement and the new epoch's wire-up together; 0: FTCOMM_RECONFIGURE_TIMEOUT_MS,
+  // else 60 s.
+  std::chrono::milliseconds timeout{0};
+};
+
+// What reconfigure() agreed on.
+struct Reconfiguration {
+  std::uint64_t epoch = 0;
+  int rank = -1;
+  int size = 0;
+  std::vector<int> oldToNew;  // by rank in the epoch left; -1: that member is gone
+  std::vector<int> admitted;  // ranks of the replacements admitted into this epoch
+  int rounds = 1;             // agreement rounds: more than one when a member failed meanwhile
 };
 
 struct OpOptions {
@@ -85,7 +115,8 @@ class Communicator {
   static Result<std::unique_ptr<Communicator>> create(const CommOptions& options = {});
   static PendingCommunicator createAsync(const CommOptions& options = {});
 
-  explicit Communicator(std::shared_ptr<detail::CommState> state);
+  explicit Communicator(std::shared_ptr<detail::CommState> state,
+                        std::shared_ptr<detail::WorldIdentity> world = nullptr);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -151,8 +182,31 @@ class Communicator {
   // Ok while usable; why not once an operation failed it.
   Status health() const;
 
+  // Revokes this communicator's epoch: every pending and later operation fails with Revoked on
+  // every member (a world communicator: through the rendezvous, so every communicator of the
+  // epoch; a split child: its members). Local; returns at once.
+  Status revoke(const std::string& reason = "revoked by the application");
+  // revoke(), then ends this communicator here: nothing can be issued on it again, and it cannot
+  // be reconfigured.
+  void abort(const std::string& reason = "aborted by the application");
+  // In place, world communicators only: leaves the current epoch (revoking it if it was not),
+  // agrees on the next one with every live member, and connects it. Survivors keep their
+  // relative order; waiting replacements get the next ranks. Collective over the live members,
+  // and no other operation of this communicator may be issued meanwhile. Fails (and leaves the
+  // communicator revoked) below the minimum size, when this member was expelled, or at the
+  // deadline. References returned by parentRanks() / worldRanks() / name() before it dangle.
+  Result<Reconfiguration> reconfigure(const ReconfigureOptions& options = {});
+  // Replacements that joined and wait for the next reconfigure() (REPLACEMENT_WAITING).
+  std::uint32_t replacementsWaiting() const;
+  // True in a process that create() admitted into a running job as a replacement.
+  bool joinedAsReplacement() const;
+  // The state hand-over after a reconfigure() that admitted replacements: a broadcast from rank
+  // 0, which is always a survivor (they keep the first ranks). Survivors and newcomers all call it.
+  Work shareState(void* buffer, std::size_t count, DataType dtype, const OpOptions& options = {});
+
  private:
   std::shared_ptr<detail::CommState> state_;
+  std::shared_ptr<detail::WorldIdentity> world_;  // null for split children
 };
 
 }  // namespace ftcomm

@@ -60,6 +60,9 @@ class UcxWorker {
 
   // The endpoint to the worker at `address`, connected on first use.
   Result<std::shared_ptr<UcxEndpoint>> endpoint(const std::string& address);
+  // Closes (forcibly) and forgets every failed endpoint that no transport holds any more: the
+  // dead members of an epoch that was left. Returns how many were closed.
+  int closeFailedEndpoints();
 
   // One round of progress; true when anything happened.
   bool progress();

@@ -1,0 +1,44 @@
+// Bringing up one epoch of a world communicator from the rendezvous's view of it: at creation,
+// for a replacement the rendezvous admitted, and after every reconfigure(). Each member picks a
+// new receive channel (so that no message of an older epoch can ever match), publishes it under
+// ftcomm/channel/<epoch>/<rank>, connects to every member (live endpoints are reused: the
+// worker keeps one per address) and exchanges one message with each (eager wire-up).
+//
+// Thread-safety: any thread; takes the engine's mutex.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/comm_state.h"
+#include "rendezvous/client.h"
+
+namespace ftcomm::detail {
+
+// What stays the same across the epochs of one world communicator.
+struct WorldIdentity {
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<rendezvous::RendezvousClient> rendezvous;
+  std::shared_ptr<JobWatch> watch;
+  std::string job;
+  std::string name;
+  std::uint64_t id = 0;
+  std::chrono::milliseconds opTimeout{300000};
+  int minSize = 1;
+  std::chrono::milliseconds reconfigureTimeout{60000};
+};
+
+// A connected, wired-up state for `view`, attached to the engine and known to the recorder.
+Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
+                                                const rendezvous::EpochView& view,
+                                                Clock::time_point deadline);
+
+inline std::chrono::milliseconds timeLeft(Clock::time_point deadline) {
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+}  // namespace ftcomm::detail

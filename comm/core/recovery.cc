@@ -1,0 +1,166 @@
+// The fault-tolerance half of the Communicator: revoke, abort, and reconfigure in place (the
+// survivors agree on the next epoch through the rendezvous; the same object goes on with it),
+// and the hand-over of state to replacements.
+#include <algorithm>
+
+#include "core/epoch.h"
+#include "ftcomm/communicator.h"
+#include "recorder/flight_recorder.h"
+
+namespace ftcomm {
+
+namespace {
+
+namespace pb = recorder::v1;
+
+std::shared_ptr<recorder::OpProgress> recordControl(const detail::CommState& state, pb::OpType op,
+                                                    std::uint64_t countIn) {
+  recorder::OpDescriptor d;
+  d.commId = state.id;
+  d.epoch = state.epoch;
+  d.op = op;
+  d.countIn = countIn;
+  auto progress = recorder::FlightRecorder::process().record(d);
+  if (progress) progress->markStarted();
+  return progress;
+}
+
+void finishControl(const std::shared_ptr<recorder::OpProgress>& progress, const Status& status) {
+  if (!progress) return;
+  if (status.ok()) {
+    progress->markCompleted();
+  } else {
+    progress->markFailed(status.toString());
+  }
+}
+
+std::string rankText(const detail::CommState& state) {
+  return "rank " + std::to_string(state.rank) + " of " + state.name + " (epoch " +
+         std::to_string(state.epoch) + ")";
+}
+
+}  // namespace
+
+Status Communicator::revoke(const std::string& reason) {
+  auto progress = recordControl(*state_, pb::REVOKE, 0);
+  {
+    std::lock_guard<std::mutex> lock(state_->engine->mutex());
+    state_->engine->breakLocked(
+        *state_, Status(StatusCode::kRevoked, "revoked by " + rankText(*state_) + ": " + reason),
+        0, true);
+  }
+  finishControl(progress, Status::Ok());
+  return Status::Ok();
+}
+
+void Communicator::abort(const std::string& reason) {
+  auto progress = recordControl(*state_, pb::REVOKE, 1);
+  {
+    std::lock_guard<std::mutex> lock(state_->engine->mutex());
+    state_->engine->breakLocked(
+        *state_, Status(StatusCode::kRevoked, "aborted by " + rankText(*state_) + ": " + reason),
+        0, true);
+    state_->aborted = true;
+    state_->engine->closeLocked(*state_);
+  }
+  finishControl(progress, Status::Ok());
+}
+
+std::uint32_t Communicator::replacementsWaiting() const {
+  return state_->watch ? state_->watch->replacementsWaiting.load() : 0;
+}
+
+bool Communicator::joinedAsReplacement() const {
+  return state_->admittedAsReplacement;
+}
+
+Work Communicator::shareState(void* buffer, std::size_t count, DataType dtype,
+                              const OpOptions& options) {
+  return broadcast(buffer, count, dtype, 0, options);
+}
+
+Result<Reconfiguration> Communicator::reconfigure(const ReconfigureOptions& options) {
+  if (!world_) {
+    return failedPrecondition("reconfigure: " + state_->name +
+                              " is a split child; reconfigure its world communicator, then split "
+                              "again");
+  }
+  const std::shared_ptr<detail::CommState> old = state_;
+  {
+    std::lock_guard<std::mutex> lock(old->engine->mutex());
+    if (old->aborted) return failedPrecondition("reconfigure: " + old->name + " was aborted");
+  }
+  const auto deadline =
+      detail::Clock::now() +
+      (options.timeout.count() > 0 ? options.timeout : world_->reconfigureTimeout);
+  auto progress = recordControl(*old, pb::RECONFIGURE, static_cast<std::uint64_t>(old->size));
+  auto fail = [&](Status why) -> Status {
+    finishControl(progress, why);
+    (void)recorder::FlightRecorder::process().dump(why.toString());
+    return why;
+  };
+
+  // Leave the epoch: every communicator of it (split children too) is revoked here. The
+  // others learn of it from their own reconfigure() or from the rendezvous, so nobody is told.
+  {
+    std::lock_guard<std::mutex> lock(old->engine->mutex());
+    old->engine->revokeEpochLocked(
+        old->rendezvous, old->epoch,
+        Status(StatusCode::kRevoked, "epoch " + std::to_string(old->epoch) +
+                                         " was left by reconfigure(); split children of it are "
+                                         "gone for good: split the reconfigured parent again"));
+    old->engine->closeLocked(*old);
+  }
+  (void)recorder::FlightRecorder::process().dump("reconfigure: leaving epoch " +
+                                                 std::to_string(old->epoch));
+
+  Reconfiguration result;
+  std::shared_ptr<detail::CommState> next;
+  for (result.rounds = 1;; ++result.rounds) {
+    auto view = world_->rendezvous->reconfigure(detail::timeLeft(deadline));
+    if (!view.ok()) {
+      return fail(Status(view.status().code(), "reconfigure: " + view.status().message()));
+    }
+    if (view->view.members_size() < world_->minSize) {
+      return fail(failedPrecondition(
+          "reconfigure: epoch " + std::to_string(view->view.epoch()) + " has " +
+          std::to_string(view->view.members_size()) + " members, below the minimum world size " +
+          std::to_string(world_->minSize) + " (CommOptions::minSize, FTCOMM_MIN_WORLD_SIZE)"));
+    }
+    auto connected = detail::connectEpoch(*world_, *view, deadline);
+    if (connected.ok()) {
+      next = std::move(connected).value();
+      break;
+    }
+    // A member failed while the new epoch was being set up: that epoch is revoked too (the
+    // failure went to the rendezvous), so agree on the next one, until the deadline.
+    const StatusCode code = connected.status().code();
+    const bool anotherRound = code == StatusCode::kPeerFailed || code == StatusCode::kRevoked;
+    if (!anotherRound || detail::Clock::now() >= deadline) {
+      return fail(Status(code, "reconfigure: " + connected.status().message()));
+    }
+  }
+
+  result.epoch = next->epoch;
+  result.rank = next->rank;
+  result.size = next->size;
+  result.oldToNew.assign(old->memberIds.size(), -1);
+  for (int r = 0; r < next->size; ++r) {
+    const std::uint64_t id = next->memberIds[static_cast<std::size_t>(r)];
+    const auto it = std::find(old->memberIds.begin(), old->memberIds.end(), id);
+    if (it == old->memberIds.end()) {
+      result.admitted.push_back(r);
+    } else {
+      result.oldToNew[static_cast<std::size_t>(it - old->memberIds.begin())] = r;
+    }
+  }
+  state_ = next;
+  {
+    std::lock_guard<std::mutex> lock(next->engine->mutex());
+    (void)next->engine->workerLocked()->closeFailedEndpoints();
+  }
+  finishControl(progress, Status::Ok());
+  return result;
+}
+
+}  // namespace ftcomm
