@@ -97,10 +97,18 @@ Status RendezvousClient::standing() const {
 Status RendezvousClient::noteVerdict(const Status& status) {
   if (isVerdict(status.code()) && memberId_.load() != 0 &&
       status.message().find("expelled") != std::string::npos) {
-    std::lock_guard lock(mu_);
-    if (standing_.ok()) standing_ = status;
+    expel(status);
   }
   return status;
+}
+
+void RendezvousClient::expel(const Status& why) {
+  {
+    std::lock_guard lock(mu_);
+    if (!standing_.ok()) return;
+    standing_ = why;
+  }
+  if (options_.onExpelled) options_.onExpelled(why);
 }
 
 template <typename Request, typename Response, typename Rpc>
@@ -281,10 +289,7 @@ Result<pb::Event> RendezvousClient::nextEvent(std::chrono::milliseconds timeout)
 
 void RendezvousClient::deliver(const pb::Event& event) {
   if (event.kind() == pb::Event::MEMBER_FAILED && event.member_id() == memberId_.load()) {
-    std::lock_guard lock(mu_);
-    if (standing_.ok()) {
-      standing_ = failedPrecondition("this member was declared failed: " + event.reason());
-    }
+    expel(failedPrecondition("this member was declared failed: " + event.reason()));
   }
   if (options_.onEvent) {
     options_.onEvent(event);
@@ -318,8 +323,7 @@ void RendezvousClient::heartbeatLoop(std::chrono::milliseconds lease) {
     context.set_deadline(systemDeadline(Clock::now() + std::max(interval, lease / 2)));
     Status status = fromGrpc(stub_->Heartbeat(&context, request, &response));
     if (!status.ok() && isVerdict(status.code())) {
-      std::lock_guard lock(mu_);
-      if (standing_.ok()) standing_ = Status(status.code(), "Heartbeat: " + status.message());
+      expel(Status(status.code(), "Heartbeat: " + status.message()));
       return;
     }
   }
@@ -348,10 +352,10 @@ void RendezvousClient::watchLoop() {
       std::lock_guard lock(mu_);
       watchContext_ = nullptr;
       if (stopping_) return;
-      if (isVerdict(status.code())) {
-        if (standing_.ok()) standing_ = Status(status.code(), "Watch: " + status.message());
-        return;
-      }
+    }
+    if (isVerdict(status.code())) {
+      expel(Status(status.code(), "Watch: " + status.message()));
+      return;
     }
     if (!sleepUnlessStopping(backoff)) return;
     backoff = std::min(backoff * 2, kMaxBackoff);

@@ -40,6 +40,9 @@ struct ClientOptions {
   // Deadline of each call that does not wait by design (KvSet, Heartbeat, ...), retries included.
   std::chrono::milliseconds callTimeout{10000};
   std::function<void(const pb::Event&)> onEvent;  // null: events are queued for nextEvent()
+  // Called once, on a background thread or the caller's, when the server says this member is
+  // expelled (declared failed): from then on every call fails with that status.
+  std::function<void(const Status&)> onExpelled;
 };
 
 // A member's epoch: the full membership (every member's ProcessInfo) and its own rank.
@@ -102,6 +105,8 @@ class RendezvousClient {
   Status invoke(const char* name, Rpc rpc, Request& request, Response* response,
                 Clock::time_point deadline, bool waitsByDesign);
   Status noteVerdict(const Status& status);
+  // Records the server's verdict (the first one wins) and tells onExpelled.
+  void expel(const Status& why);
   void startBackgroundThreads(std::chrono::milliseconds lease);
   void heartbeatLoop(std::chrono::milliseconds lease);
   void watchLoop();

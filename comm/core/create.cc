@@ -77,12 +77,18 @@ Result<std::shared_ptr<rendezvous::RendezvousClient>> connectRendezvous(
     if (event.kind() == Event::MEMBER_FAILED || event.kind() == Event::EPOCH_REVOKED ||
         (event.kind() == Event::SNAPSHOT && event.revoked())) {
       std::uint64_t seen = watch->failedEpoch.load();
-      while (seen < event.epoch() && !watch->failedEpoch.compare_exchange_weak(seen, event.epoch())) {
+      while (seen < event.epoch() &&
+             !watch->failedEpoch.compare_exchange_weak(seen, event.epoch())) {
       }
     }
     auto e = weakEngine.lock();
     auto c = self->lock();
     if (e && c) e->rendezvousEvent(c, event);
+  };
+  client.onExpelled = [self, weakEngine](const Status& why) {
+    auto e = weakEngine.lock();
+    auto c = self->lock();
+    if (e && c) e->expelled(c, why);
   };
   auto created = rendezvous::RendezvousClient::create(client);
   if (!created.ok()) return created.status();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iostream>
 
 #include "core/comm_state.h"
 #include "recorder/flight_recorder.h"
@@ -39,6 +40,11 @@ Status decodeNotice(const char* data, std::size_t bytes, int sender, std::uint64
 }
 
 const transport::OpSignature kControlSignature{transport::OpKind::kControl};
+
+// How long a failed operation waits for receives that were already landing when it failed
+// (Transport::settled) before its buffers are given back anyway.
+constexpr std::chrono::milliseconds kSettleTime{5000};
+constexpr std::chrono::milliseconds kPollSlice{1};
 
 }  // namespace
 
@@ -86,7 +92,7 @@ void Engine::run() {
   while (!stopping_) {
     if (pollLocked()) continue;
     auto until = Clock::now() + std::chrono::seconds(1);
-    for (const auto& op : ops_) until = std::min(until, op->deadline);
+    for (const auto& op : ops_) until = std::min(until, op->failing ? op->settleBy : op->deadline);
     if (!worker_->arm()) continue;  // events arrived meanwhile: progress first
     sleepingUntil_ = until;
     lock.unlock();
@@ -140,6 +146,10 @@ bool Engine::pollLocked() {
   const auto now = Clock::now();
   for (auto& op : ops_) {
     if (op->work->done()) continue;
+    if (op->failing) {
+      moved |= settleLocked(*op, now);
+      continue;
+    }
     if (op->task) {
       Result<bool> done = op->task->advance();
       if (!done.ok()) {
@@ -151,10 +161,13 @@ bool Engine::pollLocked() {
       }
     } else if (op->request->done()) {
       const Status& s = op->request->status();
-      op->work->complete(s.ok() ? s : Status(s.code(), op->what + ": " + s.message()),
-                         op->request->bytes());
+      if (s.ok()) {
+        op->work->complete(s, op->request->bytes());
+      } else {
+        failLocked(*op, Status(s.code(), op->what + ": " + s.message()), now);
+      }
     }
-    if (op->work->done()) {
+    if (op->work->done() || op->failing) {
       moved = true;
     } else if (now >= op->deadline) {
       moved = true;
@@ -164,7 +177,7 @@ bool Engine::pollLocked() {
         breakLocked(*op->comm, late, op->seq, true);
       } else {
         op->comm->transport->cancel(op->request);
-        op->work->complete(late);
+        failLocked(*op, late, now);
         (void)recorder::FlightRecorder::process().dump(late.toString());
       }
     }
@@ -190,27 +203,28 @@ bool Engine::pollControlsLocked(CommState& comm) {
   return false;
 }
 
-void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq,
-                         bool detectedHere) {
+void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool detectedHere) {
   if (!comm.broken.ok()) return;
   comm.broken = why;
   comm.brokenSeq = seq;
   const Status revoked(StatusCode::kRevoked, "communicator " + comm.name + " (epoch " +
                                                  std::to_string(comm.epoch) +
                                                  ") is unusable: " + why.toString());
-  std::vector<std::pair<WorkState*, Status>> failing;
-  for (auto& op : ops_) {
-    if (op->comm.get() != &comm || op->work->done()) continue;
-    failing.emplace_back(op->work.get(), op->collective && op->seq == seq ? why : revoked);
-  }
   // The evidence first: the entries already say how they failed when the dump is written, and
-  // no waiter learns of the failure before the dump exists.
-  for (auto& [work, status] : failing) work->recordFailure(status);
+  // no waiter learns of the failure before the dump exists (nor before its receives settled).
+  const auto now = Clock::now();
+  for (auto& op : ops_) {
+    if (op->comm.get() != &comm || op->work->done() || op->failing) continue;
+    op->failing = op->collective && op->seq == seq ? why : revoked;
+    op->settleBy = now + kSettleTime;
+    op->work->recordFailure(*op->failing);
+  }
   (void)recorder::FlightRecorder::process().dump(revoked.message());
-  for (auto& [work, status] : failing) work->complete(status);
-  if (!comm.transport) return;
-  comm.transport->cancelAll(revoked);
-  if (!detectedHere) return;
+  if (comm.transport) comm.transport->cancelAll(revoked);
+  for (auto& op : ops_) {
+    if (op->comm.get() == &comm && op->failing) settleLocked(*op, now);
+  }
+  if (!comm.transport || !detectedHere) return;
   comm.notice = encodeNotice(why, seq);
   if (comm.notice.size() > CommState::Control{}.buffer.size()) {
     comm.notice.resize(CommState::Control{}.buffer.size());
@@ -232,7 +246,8 @@ void Engine::tellRendezvousLocked(const CommState& comm, const Status& why) {
   for (int peer = 0; peer < comm.size; ++peer) {
     if (peer == comm.rank) continue;
     Status s = comm.transport->peerStatus(peer);
-    if (!s.ok()) suspects.emplace_back(comm.worldRanks[static_cast<std::size_t>(peer)], s.message());
+    if (!s.ok())
+      suspects.emplace_back(comm.worldRanks[static_cast<std::size_t>(peer)], s.message());
   }
   if (suspects.empty() && comm.parentId != 0) return;
   outbox_.post([client = comm.rendezvous, epoch = comm.epoch, suspects = std::move(suspects),
@@ -246,10 +261,40 @@ void Engine::tellRendezvousLocked(const CommState& comm, const Status& why) {
   });
 }
 
+void Engine::failLocked(Operation& op, const Status& why, Clock::time_point now) {
+  op.failing = why;
+  op.settleBy = now + kSettleTime;
+  op.work->recordFailure(why);
+  settleLocked(op, now);
+}
+
+bool Engine::settleLocked(Operation& op, Clock::time_point now) {
+  const auto& transport = op.comm->transport;
+  const bool settled =
+      !transport ||
+      (op.collective ? transport->settled() : op.request == nullptr || op.request->released());
+  if (!settled && now < op.settleBy) return false;
+  if (!settled) {
+    std::cerr << "ftcomm: " << op.what << ": a cancelled receive was still landing "
+              << kSettleTime.count() << " ms after the failure; its buffer is given back anyway"
+              << std::endl;
+  }
+  op.work->complete(*op.failing);
+  return true;
+}
+
 void Engine::closeLocked(CommState& comm) {
   const Status closed = cancelled("communicator " + comm.name + " was destroyed");
+  if (comm.transport) {
+    // Buffers go back to their owners only once nothing can land in them any more.
+    comm.transport->cancelAll(closed);
+    const auto until = Clock::now() + kSettleTime;
+    while (!comm.transport->settled() && Clock::now() < until) {
+      if (!worker_->progress()) worker_->waitForEvents(std::min(until, Clock::now() + kPollSlice));
+    }
+  }
   for (auto& op : ops_) {
-    if (op->comm.get() == &comm) op->work->complete(closed);
+    if (op->comm.get() == &comm) op->work->complete(op->failing ? *op->failing : closed);
   }
   sweepLocked();
   if (comm.broken.ok()) comm.broken = closed;
@@ -263,6 +308,19 @@ void Engine::revokeEpochLocked(const std::shared_ptr<rendezvous::RendezvousClien
     if (!comm || comm->rendezvous != client || comm->epoch != epoch) continue;
     breakLocked(*comm, why, 0, false);
   }
+}
+
+void Engine::expelled(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                      const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Status fenced(StatusCode::kRevoked,
+                      "this process was expelled from the job (" + why.message() +
+                          "): the others went on without it, so it must stop");
+  for (const auto& weak : comms_) {
+    auto comm = weak.lock();
+    if (comm && comm->rendezvous == client) breakLocked(*comm, fenced, 0, false);
+  }
+  wake();
 }
 
 void Engine::rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>& client,
@@ -283,10 +341,10 @@ void Engine::rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>
     revokeEpochLocked(client, event.epoch(), why);
   } else if (event.kind() == Event::EPOCH_REVOKED ||
              (event.kind() == Event::SNAPSHOT && event.revoked())) {
-    revokeEpochLocked(client, event.epoch(),
-                      Status(StatusCode::kRevoked, "epoch " + std::to_string(event.epoch()) +
-                                                       " of the job was revoked (" +
-                                                       event.reason() + ")"));
+    revokeEpochLocked(
+        client, event.epoch(),
+        Status(StatusCode::kRevoked, "epoch " + std::to_string(event.epoch()) +
+                                         " of the job was revoked (" + event.reason() + ")"));
   }
   wake();
 }

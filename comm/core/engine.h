@@ -66,6 +66,9 @@ class Engine {
   // children), as told from elsewhere: nobody else is told.
   void revokeEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
                          std::uint64_t epoch, const Status& why);
+  // The rendezvous expelled this process from the job of `client`: every communicator of it
+  // breaks for good.
+  void expelled(const std::shared_ptr<rendezvous::RendezvousClient>& client, const Status& why);
   // A membership event of the job that `client` belongs to: a member failed, or the epoch was
   // revoked. Breaks every communicator of that epoch.
   void rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>& client,
@@ -84,6 +87,11 @@ class Engine {
   bool pollLocked();
   bool pollControlsLocked(CommState& comm);
   void sweepLocked();
+  // Fails `op` alone (a point-to-point operation): its Work completes with `why` once its
+  // receive settled (Transport::settled), or at the settle deadline.
+  void failLocked(Operation& op, const Status& why, Clock::time_point now);
+  // Completes a failing operation if nothing can land in its buffers any more; true if it did.
+  bool settleLocked(Operation& op, Clock::time_point now);
   // breakLocked's message to the rendezvous, sent from the outbox.
   void tellRendezvousLocked(const CommState& comm, const Status& why);
   void wake();

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct Operation {
   std::unique_ptr<algorithms::CollectiveTask> task;  // collectives
   transport::RequestPtr request;                     // send / recv
   std::vector<std::size_t> counts;                   // storage the task's spans point into
+  // Set once the operation failed while receives into its buffers may still be landing
+  // (Transport::settled): the Work completes with it once they have, or at settleBy.
+  std::optional<Status> failing;
+  Clock::time_point settleBy{};
 };
 
 }  // namespace ftcomm::detail

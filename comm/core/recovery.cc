@@ -46,8 +46,8 @@ Status Communicator::revoke(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(state_->engine->mutex());
     state_->engine->breakLocked(
-        *state_, Status(StatusCode::kRevoked, "revoked by " + rankText(*state_) + ": " + reason),
-        0, true);
+        *state_, Status(StatusCode::kRevoked, "revoked by " + rankText(*state_) + ": " + reason), 0,
+        true);
   }
   finishControl(progress, Status::Ok());
   return Status::Ok();
@@ -58,8 +58,8 @@ void Communicator::abort(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(state_->engine->mutex());
     state_->engine->breakLocked(
-        *state_, Status(StatusCode::kRevoked, "aborted by " + rankText(*state_) + ": " + reason),
-        0, true);
+        *state_, Status(StatusCode::kRevoked, "aborted by " + rankText(*state_) + ": " + reason), 0,
+        true);
     state_->aborted = true;
     state_->engine->closeLocked(*state_);
   }
@@ -155,10 +155,6 @@ Result<Reconfiguration> Communicator::reconfigure(const ReconfigureOptions& opti
     }
   }
   state_ = next;
-  {
-    std::lock_guard<std::mutex> lock(next->engine->mutex());
-    (void)next->engine->workerLocked()->closeFailedEndpoints();
-  }
   finishControl(progress, Status::Ok());
   return result;
 }

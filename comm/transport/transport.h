@@ -48,6 +48,10 @@ struct MessageTag {
 class TransportRequest {
  public:
   bool done() const { return done_; }
+  // False while the transport may still write into the buffer of this (withdrawn) receive: its
+  // data had begun to land when it was cancelled (Transport::settled).
+  bool released() const { return done_ && !landing_; }
+  void setLanding(bool landing) { landing_ = landing; }
   // Valid once done(): Ok, or why the request failed.
   const Status& status() const { return status_; }
   // Bytes sent, or received into the buffer.
@@ -63,6 +67,7 @@ class TransportRequest {
 
  private:
   bool done_ = false;
+  bool landing_ = false;
   Status status_;
   std::size_t bytes_ = 0;
 };
@@ -91,6 +96,11 @@ class Transport {
   virtual void cancel(const RequestPtr& request) = 0;
   // cancel() for every pending request, completing each with `why`.
   virtual void cancelAll(const Status& why) = 0;
+  // True when no receive can still write into the buffer it was given. A receive that the
+  // network had already begun to fill (a large message) cannot be recalled: cancel() completes
+  // its request at once, but the data keeps landing until the network is done with it, so the
+  // owner of the buffer must not get it back before this is true.
+  virtual bool settled() const = 0;
 
   // Ok while the peer is usable; else why not.
   virtual Status peerStatus(int peer) const = 0;

@@ -62,6 +62,7 @@ struct OpCallbacks {
       op->calledBackBytes = bytes;
       return;
     }
+    op->request->setLanding(false);  // UCX is done with the buffer
     if (op->owner != nullptr) {
       op->owner->finish(op, status, bytes);
       return;
@@ -307,8 +308,18 @@ void UcxTransport::withdraw(PendingOp* op, const Status& why) {
   if (op->request->done()) return;
   op->request->complete(why, 0);
   ++completions_;
-  if (op->receive && op->ucxRequest != nullptr)
+  if (op->receive && op->ucxRequest != nullptr) {
+    op->request->setLanding(true);  // until UCX calls back: the cancel may come too late
     ucp_request_cancel(worker_->handle(), op->ucxRequest);
+  }
+}
+
+bool UcxTransport::settled() const {
+  // A receive stays pending here until UCX called it back, withdrawn or not.
+  for (const PendingOp* op : pending_) {
+    if (op->receive) return false;
+  }
+  return true;
 }
 
 Status UcxTransport::peerStatus(int peer) const {
@@ -323,6 +334,10 @@ void UcxTransport::failPeer(int peer, const Status& why) {
   if (!p.failure.ok()) return;
   p.failure =
       Status(StatusCode::kPeerFailed, "rank " + std::to_string(peer) + " failed: " + why.message());
+  // The process behind the endpoint is gone for every transport that shares it (its listener
+  // here returns at once, the failure being set), and the worker then closes it forcibly
+  // instead of trying to flush to a dead peer.
+  if (p.endpoint) p.endpoint->fail(p.failure);
   // UCX never completes a receive because its sender died: complete ours and cancel theirs. The
   // cancellation comes back through the callback, which finds the request already done.
   std::vector<PendingOp*> affected;

@@ -41,6 +41,7 @@ class UcxTransport final : public transport::Transport {
   void progressUntil(transport::Clock::time_point deadline) override;
   void cancel(const transport::RequestPtr& request) override;
   void cancelAll(const Status& why) override;
+  bool settled() const override;
   Status peerStatus(int peer) const override;
   void failPeer(int peer, const Status& why) override;
 

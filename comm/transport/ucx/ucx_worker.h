@@ -34,11 +34,13 @@ class UcxEndpoint {
   const Status& failure() const { return failure_; }
   std::uint64_t listen(Listener listener);
   void unlisten(std::uint64_t token);
+  // Declares the peer failed from outside UCX (the rendezvous saw it die): listeners are told,
+  // and the worker closes the endpoint forcibly. The first failure wins.
+  void fail(const Status& why);
 
  private:
   friend class UcxWorker;
   static void onError(void* arg, ucp_ep_h ep, ucs_status_t status);
-  void fail(const Status& why);
 
   ucp_ep_h ep_ = nullptr;
   bool self_ = false;
