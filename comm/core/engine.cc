@@ -215,7 +215,13 @@ void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, 
   const auto now = Clock::now();
   for (auto& op : ops_) {
     if (op->comm.get() != &comm || op->work->done() || op->failing) continue;
-    op->failing = op->collective && op->seq == seq ? why : revoked;
+    // A failure of no operation in particular (a dead member, a revocation) is every pending
+    // operation's own error; one operation's failure is the others' reason to be revoked.
+    if (seq == 0) {
+      op->failing = Status(why.code(), op->what + ": " + why.message());
+    } else {
+      op->failing = op->collective && op->seq == seq ? why : revoked;
+    }
     op->settleBy = now + kSettleTime;
     op->work->recordFailure(*op->failing);
   }

@@ -50,6 +50,14 @@ void checkSurvivors(const Scenario& s, const std::vector<std::string>& results, 
     CHECK(field(result, "sizes").substr(field(result, "sizes").rfind('>') + 1) ==
           std::to_string(finalSize));
     CHECK(std::stoi(field(result, "failures")) >= 1);
+    // The error names a victim (its rank in epoch 1 is its launch rank).
+    const std::string error = result.substr(result.find("first_error="));
+    bool named = false;
+    for (int v = 0; v < s.ranks; ++v) {
+      if (isVictim(s, v))
+        named |= error.find("rank " + std::to_string(v) + " failed") != std::string::npos;
+    }
+    CHECK(named);
   }
 }
 

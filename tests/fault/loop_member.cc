@@ -71,6 +71,7 @@ std::string LoopMember::run(int steps, const LoopHooks& hooks) {
         return "ERROR step " + std::to_string(next_) + " failed unexpectedly: " + s.toString();
       }
       ++failures_;
+      if (firstError_.empty()) firstError_ = s.toString();
     }
     bool fenced = false;
     if (auto problem = recover(hooks, &fenced); !problem.empty()) {
@@ -79,7 +80,8 @@ std::string LoopMember::run(int steps, const LoopHooks& hooks) {
   }
   return "OK steps=" + std::to_string(next_) + " sizes=" + sizes_ +
          " failures=" + std::to_string(failures_) + " rounds=" + std::to_string(rounds_) +
-         " epoch=" + std::to_string(comm_.epoch()) + " rank=" + std::to_string(comm_.rank());
+         " epoch=" + std::to_string(comm_.epoch()) + " rank=" + std::to_string(comm_.rank()) +
+         " first_error=" + firstError_;
 }
 
 std::string LoopMember::recover(const LoopHooks& hooks, bool* fenced) {

@@ -46,6 +46,7 @@ class LoopMember {
   int failures_ = 0;
   int rounds_ = 0;
   std::string sizes_;  // the world-size history, "4>3>4"
+  std::string firstError_;
 };
 
 }  // namespace ftcomm::testing
