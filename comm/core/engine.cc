@@ -316,6 +316,22 @@ void Engine::revokeEpochLocked(const std::shared_ptr<rendezvous::RendezvousClien
   }
 }
 
+void Engine::retireEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                               std::uint64_t epoch, const Status& why) {
+  for (const auto& weak : comms_) {
+    auto comm = weak.lock();
+    if (!comm || comm->rendezvous != client || comm->epoch != epoch) continue;
+    if (comm->broken.ok()) {
+      breakLocked(*comm, why, 0, false);
+    } else if (comm->broken.message().find(why.message()) == std::string::npos) {
+      comm->broken =
+          Status(StatusCode::kRevoked,
+                 why.message() + " (it had failed before: " + comm->broken.toString() + ")");
+      comm->brokenSeq = 0;
+    }
+  }
+}
+
 void Engine::expelled(const std::shared_ptr<rendezvous::RendezvousClient>& client,
                       const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);

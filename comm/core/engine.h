@@ -69,6 +69,11 @@ class Engine {
   // The rendezvous expelled this process from the job of `client`: every communicator of it
   // breaks for good.
   void expelled(const std::shared_ptr<rendezvous::RendezvousClient>& client, const Status& why);
+  // reconfigure() left `epoch`: its communicators are revoked for good with `why`, also those
+  // that had already failed (their error then says both), so that every later call says what to
+  // do (split the reconfigured parent again).
+  void retireEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                         std::uint64_t epoch, const Status& why);
   // A membership event of the job that `client` belongs to: a member failed, or the epoch was
   // revoked. Breaks every communicator of that epoch.
   void rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>& client,

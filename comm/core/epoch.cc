@@ -22,9 +22,8 @@ Status epochFailed(const WorldIdentity& world, std::uint64_t epoch) {
 }
 
 // Every member's receive channel for the epoch, by rank.
-Result<std::vector<std::uint16_t>> exchangeChannels(const WorldIdentity& world,
-                                                    std::uint64_t epoch, int rank, int size,
-                                                    std::uint16_t mine,
+Result<std::vector<std::uint16_t>> exchangeChannels(const WorldIdentity& world, std::uint64_t epoch,
+                                                    int rank, int size, std::uint16_t mine,
                                                     Clock::time_point deadline) {
   rendezvous::RendezvousClient& client = *world.rendezvous;
   const std::string prefix = "ftcomm/channel/" + std::to_string(epoch) + "/";
@@ -99,8 +98,8 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
   auto channel = world.engine->allocateChannel();
   if (!channel.ok()) return channel.status();
   state->channel = *channel;
-  auto channels = exchangeChannels(world, state->epoch, state->rank, state->size,
-                                   state->channel, deadline);
+  auto channels =
+      exchangeChannels(world, state->epoch, state->rank, state->size, state->channel, deadline);
   if (!channels.ok()) return channels.status();
   state->channels = std::move(channels).value();
   {

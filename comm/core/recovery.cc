@@ -104,7 +104,7 @@ Result<Reconfiguration> Communicator::reconfigure(const ReconfigureOptions& opti
   // others learn of it from their own reconfigure() or from the rendezvous, so nobody is told.
   {
     std::lock_guard<std::mutex> lock(old->engine->mutex());
-    old->engine->revokeEpochLocked(
+    old->engine->retireEpochLocked(
         old->rendezvous, old->epoch,
         Status(StatusCode::kRevoked, "epoch " + std::to_string(old->epoch) +
                                          " was left by reconfigure(); split children of it are "

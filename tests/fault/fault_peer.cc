@@ -17,6 +17,12 @@
 //   --scenario stale         rank 0 sends rank 1 a message that is never received; a victim
 //                            dies; after the reconfigure the same tag carries a new message,
 //                            which rank 1 must get instead of the stale one
+//   --scenario revoke        the victim calls revoke() at step S instead of dying; everyone
+//                            reconfigures at the same size
+//   --scenario split         members also hold a split child (color rank % 2); after the
+//                            reconfigure the old child must refuse with Revoked, and a new split
+//                            of the reconfigured world must work
+//   (FTCOMM_MIN_WORLD_SIZE set by the test: the survivors' reconfigure must refuse)
 //   --steps N (default 30), --step S (default 10)
 #include <signal.h>
 #include <spawn.h>
@@ -106,6 +112,16 @@ std::string staleBefore(Communicator& c, std::int32_t* sent) {
   return "";
 }
 
+// An allreduce of ones over a child gives its size.
+std::string childSum(Communicator& child) {
+  std::int32_t one = 1, sum = 0;
+  if (Status s = child.allReduce(&one, &sum, 1, DataType::kInt32, ReduceOp::kSum).wait(); !s.ok())
+    return s.toString();
+  if (sum != child.size())
+    return "sum " + std::to_string(sum) + " != " + std::to_string(child.size());
+  return "";
+}
+
 std::string staleAfter(Communicator& c) {
   std::int32_t fresh = 222, got = 0;
   if (c.rank() == 0) {
@@ -146,8 +162,21 @@ int main(int argc, char** argv) {
   pid_t replacement = -1;
 
   LoopHooks hooks;
+  std::unique_ptr<Communicator> child;
+  bool revoked = false;
+  if (a.scenario == "split") {
+    auto made = c.split(c.rank() % 2, c.rank());
+    if (!made.ok()) return finish("ERROR split: " + made.status().toString());
+    child = std::move(made).value();
+    if (auto e = childSum(*child); !e.empty()) return finish("ERROR first child: " + e);
+  }
   hooks.atStep = [&](int step) {
     if (step != a.step || !victim || secondVictim) return;
+    if (a.scenario == "revoke") {
+      if (!revoked) (void)c.revoke("the test revokes at step " + std::to_string(step));
+      revoked = true;  // the step runs again after the reconfigure
+      return;
+    }
     if (a.scenario == "stop") {
       if (::fork() == 0) {
         std::this_thread::sleep_for(8s);
@@ -159,7 +188,8 @@ int main(int argc, char** argv) {
     }
   };
   hooks.afterPost = [&](int step) {
-    if (step == a.step && victim && !secondVictim && a.scenario != "stop") ::raise(SIGKILL);
+    if (step == a.step && victim && !secondVictim && a.scenario != "stop" && a.scenario != "revoke")
+      ::raise(SIGKILL);
   };
   hooks.beforeReconfigure = [&] {
     // Dies a few milliseconds into its reconfigure: in the agreement, or in the new epoch's
@@ -175,6 +205,18 @@ int main(int argc, char** argv) {
   hooks.afterReconfigure = [&](const Reconfiguration& r) -> std::string {
     if (secondVictim) std::this_thread::sleep_for(60s);  // the SIGKILL comes first
     if (a.scenario == "stale") return staleAfter(c);
+    if (a.scenario == "split" && child) {
+      // The old child belonged to the epoch that was left: it refuses, and says what to do.
+      std::int32_t x = 1;
+      Status old = child->allReduce(&x, &x, 1, DataType::kInt32, ReduceOp::kSum).wait();
+      if (old.code() != StatusCode::kRevoked ||
+          old.message().find("split the reconfigured parent again") == std::string::npos)
+        return "the old child gave " + old.toString();
+      auto made = c.split(c.rank() % 2, c.rank());
+      if (!made.ok()) return "split after reconfigure: " + made.status().toString();
+      child = std::move(made).value();
+      if (auto e = childSum(*child); !e.empty()) return "new child: " + e;
+    }
     if (replacing && r.admitted.empty()) {
       replacing = false;
       if (c.rank() == 0) {
@@ -194,7 +236,7 @@ int main(int argc, char** argv) {
   if (replacement > 0) ::waitpid(replacement, nullptr, 0);
   if (victim && a.scenario == "stop") {
     // Woken after the others declared it dead: it must be fenced, never back in their epoch.
-    return finish(outcome.rfind("FENCED", 0) == 0 ? "OK fenced: " + outcome : "ERROR " + outcome);
+    return finish(outcome.rfind("REFUSED", 0) == 0 ? "OK fenced: " + outcome : "ERROR " + outcome);
   }
   return finish(outcome);
 }

@@ -121,6 +121,30 @@ TEST_CASE("fault: a killed rank is replaced by a new process that joins and catc
   }
 }
 
+TEST_CASE("fault: revoke() reaches every member, and all reconfigure at the same size") {
+  Scenario s{"revoke", 4, "2"};
+  for (const auto& result : run(s, 6)) {
+    INFO(result);
+    CHECK_THAT(result, Catch::StartsWith("OK steps=24 sizes=4>4 failures=1"));
+    CHECK_THAT(result, Catch::Contains("revoked by rank 2"));
+  }
+}
+
+TEST_CASE("fault: below the minimum world size reconfigure refuses and says so") {
+  Scenario s{"kill", 4, "3", {"FTCOMM_MIN_WORLD_SIZE=4"}};
+  auto results = run(s, 4);
+  for (int r = 0; r < 3; ++r) {
+    INFO(results[static_cast<std::size_t>(r)]);
+    CHECK_THAT(results[static_cast<std::size_t>(r)],
+               Catch::StartsWith("REFUSED") && Catch::Contains("below the minimum world size 4"));
+  }
+}
+
+TEST_CASE("fault: split children of the old epoch refuse after a reconfigure; new splits work") {
+  Scenario s{"split", 5, "1"};
+  checkSurvivors(s, run(s, 5), 4);
+}
+
 TEST_CASE("fault: a message of the old epoch never lands in an operation of the new one") {
   Scenario s{"stale", 3, "2"};
   checkSurvivors(s, run(s, 3), 2);

@@ -16,7 +16,7 @@ LoopMember::LoopMember(Communicator& comm, std::int64_t contribution)
   for (int r = 0; r < comm.size(); ++r) contributions_.push_back(r + 1);
 }
 
-std::string LoopMember::shareTable() {
+Status LoopMember::shareTable() {
   // [next step, size, contribution by rank...], from rank 0 (a survivor).
   std::vector<std::int64_t> table(2 + 65536, 0);
   table[0] = next_;
@@ -24,15 +24,17 @@ std::string LoopMember::shareTable() {
   for (std::size_t r = 0; r < contributions_.size() && r < 65536; ++r)
     table[2 + r] = contributions_[r];
   if (Status s = comm_.shareState(table.data(), table.size(), DataType::kInt64).wait(); !s.ok())
-    return "shareState: " + s.toString();
+    return s;
   next_ = static_cast<int>(table[0]);
   contributions_.assign(table.begin() + 2, table.begin() + 2 + table[1]);
-  if (static_cast<int>(contributions_.size()) != comm_.size()) return "shareState: wrong size";
-  return "";
+  if (static_cast<int>(contributions_.size()) != comm_.size())
+    return internalError("the shared table has the wrong size");
+  return Status::Ok();
 }
 
 std::string LoopMember::catchUp() {
-  return shareTable();
+  Status s = shareTable();
+  return s.ok() ? "" : s.toString();
 }
 
 std::string LoopMember::run(int steps, const LoopHooks& hooks) {
@@ -75,7 +77,7 @@ std::string LoopMember::run(int steps, const LoopHooks& hooks) {
     }
     bool fenced = false;
     if (auto problem = recover(hooks, &fenced); !problem.empty()) {
-      return (fenced ? "FENCED " : "ERROR ") + problem;
+      return (fenced ? "REFUSED " : "ERROR ") + problem;
     }
   }
   return "OK steps=" + std::to_string(next_) + " sizes=" + sizes_ +
@@ -91,19 +93,29 @@ std::string LoopMember::recover(const LoopHooks& hooks, bool* fenced) {
     *fenced = r.status().code() == StatusCode::kFailedPrecondition;
     return "reconfigure: " + r.status().toString();
   }
-  rounds_ += r->rounds;
-  std::vector<std::int64_t> next(static_cast<std::size_t>(r->size), kReplacementShare);
-  for (std::size_t old = 0; old < r->oldToNew.size(); ++old) {
-    if (r->oldToNew[old] >= 0)
-      next[static_cast<std::size_t>(r->oldToNew[old])] = contributions_[old];
+  return adopt(*r, hooks, fenced);
+}
+
+std::string LoopMember::adopt(const Reconfiguration& r, const LoopHooks& hooks, bool* fenced) {
+  rounds_ += r.rounds;
+  std::vector<std::int64_t> next(static_cast<std::size_t>(r.size), kReplacementShare);
+  for (std::size_t old = 0; old < r.oldToNew.size(); ++old) {
+    if (r.oldToNew[old] >= 0) next[static_cast<std::size_t>(r.oldToNew[old])] = contributions_[old];
   }
   contributions_ = std::move(next);
-  sizes_ += ">" + std::to_string(r->size);
+  sizes_ += ">" + std::to_string(r.size);
   // Always from rank 0: the collective that failed may have completed on some members (their
   // step advanced) and not on others, so the survivors agree on where they stand as well as
   // telling newcomers.
-  if (auto e = shareTable(); !e.empty()) return e;
-  if (hooks.afterReconfigure) return hooks.afterReconfigure(*r);
+  if (Status s = shareTable(); !s.ok()) {
+    // Another member died right after the agreement: one more round.
+    if (s.code() != StatusCode::kPeerFailed && s.code() != StatusCode::kRevoked) {
+      return "shareState: " + s.toString();
+    }
+    ++failures_;
+    return recover(hooks, fenced);
+  }
+  if (hooks.afterReconfigure) return hooks.afterReconfigure(r);
   return "";
 }
 

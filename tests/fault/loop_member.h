@@ -30,14 +30,15 @@ class LoopMember {
 
   // A replacement's first call: the step and the contributions of everyone, from rank 0.
   std::string catchUp();
-  // "OK steps=.. sizes=.. failures=.. rounds=..", "FENCED <why>" when this member was expelled,
-  // or "ERROR <what>".
+  // "OK steps=.. sizes=.. failures=.. rounds=..", "REFUSED <why>" when reconfigure() refused
+  // (this member was expelled, or too few are left), or "ERROR <what>".
   std::string run(int steps, const LoopHooks& hooks);
 
  private:
   // Reconfigures after a failure (or to admit replacements); "" when the loop may go on.
   std::string recover(const LoopHooks& hooks, bool* fenced);
-  std::string shareTable();
+  std::string adopt(const Reconfiguration& r, const LoopHooks& hooks, bool* fenced);
+  Status shareTable();
 
   Communicator& comm_;
   std::int64_t mine_;

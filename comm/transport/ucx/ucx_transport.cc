@@ -117,6 +117,7 @@ UcxTransport::~UcxTransport() {
     if (p.endpoint) p.endpoint->unlisten(p.listenToken);
   }
   // Orphan the operations in flight: their callbacks then only free them.
+  if (!pending_.empty()) worker_->noteAbandoned();
   for (PendingOp* op : pending_) {
     op->owner = nullptr;
     op->request->complete(cancelled("the transport was closed"), 0);
@@ -308,6 +309,7 @@ void UcxTransport::withdraw(PendingOp* op, const Status& why) {
   if (op->request->done()) return;
   op->request->complete(why, 0);
   ++completions_;
+  if (op->ucxRequest != nullptr) worker_->noteAbandoned();
   if (op->receive && op->ucxRequest != nullptr) {
     op->request->setLanding(true);  // until UCX calls back: the cancel may come too late
     ucp_request_cancel(worker_->handle(), op->ucxRequest);
