@@ -67,6 +67,11 @@ RendezvousClient::RendezvousClient(ClientOptions options)
   stub_ = pb::Rendezvous::NewStub(channel_);
 }
 
+void RendezvousClient::dropWatchStream() {
+  std::lock_guard lock(mu_);
+  if (watchContext_ != nullptr) watchContext_->TryCancel();
+}
+
 RendezvousClient::~RendezvousClient() {
   {
     std::lock_guard lock(mu_);

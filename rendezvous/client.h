@@ -82,6 +82,9 @@ class RendezvousClient {
   // Waits until the next epoch is agreed; the client's epoch and rank follow it.
   Result<EpochView> reconfigure(std::chrono::milliseconds timeout);
   Status leave();
+  // Fault injection (drop-conn): closes the watch stream as a lost connection would, so the
+  // server declares this member failed; the client learns its verdict when it reconnects.
+  void dropWatchStream();
 
   // The next membership event (only when no onEvent callback was given).
   Result<pb::Event> nextEvent(std::chrono::milliseconds timeout);

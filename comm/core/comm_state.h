@@ -43,20 +43,21 @@ class CommState {
   int rank = 0;
   int size = 1;
   std::shared_ptr<JobWatch> watch;
-  std::vector<int> worldRanks;          // by rank
+  int launchRank = 0;                    // this process's rank at launch (fault injection)
+  std::vector<int> worldRanks;           // by rank
   std::vector<std::uint64_t> memberIds;  // the rendezvous's member ids by rank (world only)
   bool admittedAsReplacement = false;    // this process joined a running job (world only)
-  std::vector<int> parentRanks;         // by rank
-  std::vector<std::string> addresses;   // UCX worker addresses by rank
-  std::uint16_t channel = 0;            // this process's receive channel
-  std::vector<std::uint16_t> channels;  // every member's, by rank
+  std::vector<int> parentRanks;          // by rank
+  std::vector<std::string> addresses;    // UCX worker addresses by rank
+  std::uint16_t channel = 0;             // this process's receive channel
+  std::vector<std::uint16_t> channels;   // every member's, by rank
   std::chrono::milliseconds opTimeout{300000};
   std::unique_ptr<transport::Transport> transport;
 
   // Mutable under the engine's mutex.
   std::uint64_t collectiveSeq = 0;
   std::uint64_t p2pSeq = 0;
-  Status broken;                // Ok while usable
+  Status broken;  // Ok while usable
   bool aborted = false;
   std::uint64_t brokenSeq = 0;  // the collective that broke it (0: none in particular)
   struct Control {

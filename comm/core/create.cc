@@ -6,6 +6,7 @@
 
 #include "core/comm_state.h"
 #include "core/epoch.h"
+#include "core/fault_injection.h"
 #include "core/hash.h"
 #include "core/pending.h"
 #include "ftcomm/communicator.h"
@@ -133,6 +134,7 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
     return invalidArgument("FTCOMM_TIMEOUT_MS must be a positive number of milliseconds");
   }
 
+  if (const Status& fault = detail::FaultInjector::process().status(); !fault.ok()) return fault;
   auto engine = detail::Engine::instance();
   if (!engine.ok()) return engine.status();
   detail::WorldIdentity world;
@@ -145,11 +147,14 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
       options.opTimeout.count() > 0 ? options.opTimeout : std::chrono::milliseconds(timeoutMs);
   world.minSize = options.minSize > 0 ? options.minSize : envInt("FTCOMM_MIN_WORLD_SIZE", 1);
   const int reconfigureMs = envInt("FTCOMM_RECONFIGURE_TIMEOUT_MS", 60000);
-  if (world.minSize < 1 || reconfigureMs < 1) {
+  const int agreementMs = envInt("FTCOMM_AGREEMENT_TIMEOUT_MS", 10000);
+  if (world.minSize < 1 || reconfigureMs < 1 || agreementMs < 1) {
     return invalidArgument(
-        "FTCOMM_MIN_WORLD_SIZE and FTCOMM_RECONFIGURE_TIMEOUT_MS must be positive numbers");
+        "FTCOMM_MIN_WORLD_SIZE, FTCOMM_RECONFIGURE_TIMEOUT_MS and FTCOMM_AGREEMENT_TIMEOUT_MS must "
+        "be positive numbers");
   }
   world.reconfigureTimeout = std::chrono::milliseconds(reconfigureMs);
+  world.agreementTimeout = std::chrono::milliseconds(agreementMs);
   auto client = connectRendezvous(options, address, job, *engine, world.watch);
   if (!client.ok()) return client.status();
   world.rendezvous = *client;
@@ -160,6 +165,9 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
   if (!view.ok()) return view.status();
   // SIGUSR1 dumps a live process's recorder (the handler only posts; a thread writes).
   if (Status s = recorder::FlightRecorder::process().enableSignalDump(); !s.ok()) return s;
+  // A replacement keeps the launch rank its launcher gave it, when it has one.
+  world.launchRank = rank >= 0 ? rank : view->rank;
+  world.launchSize = size > 0 ? size : view->view.members_size();
   auto state = detail::connectEpoch(world, *view, deadline);
   if (!state.ok()) return state.status();
   (*state)->admittedAsReplacement = admitted;

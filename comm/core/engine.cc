@@ -332,6 +332,23 @@ void Engine::retireEpochLocked(const std::shared_ptr<rendezvous::RendezvousClien
   }
 }
 
+void Engine::dropConnections(const std::shared_ptr<rendezvous::RendezvousClient>& client) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Status lost(StatusCode::kPeerFailed, "connections dropped (fault injection)");
+    for (const auto& weak : comms_) {
+      auto comm = weak.lock();
+      if (!comm || comm->rendezvous != client || !comm->transport) continue;
+      for (int peer = 0; peer < comm->size; ++peer) {
+        if (peer != comm->rank) comm->transport->failPeer(peer, lost);
+      }
+      breakLocked(*comm, lost, 0, false);  // nobody is told: nobody can be reached
+    }
+  }
+  if (client) client->dropWatchStream();
+  wake();
+}
+
 void Engine::expelled(const std::shared_ptr<rendezvous::RendezvousClient>& client,
                       const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);

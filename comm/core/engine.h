@@ -74,6 +74,9 @@ class Engine {
   // do (split the reconfigured parent again).
   void retireEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
                          std::uint64_t epoch, const Status& why);
+  // Fault injection (drop-conn): every peer of every communicator of `client`'s job is
+  // unreachable from here, and the rendezvous loses this member's watch stream.
+  void dropConnections(const std::shared_ptr<rendezvous::RendezvousClient>& client);
   // A membership event of the job that `client` belongs to: a member failed, or the epoch was
   // revoked. Breaks every communicator of that epoch.
   void rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>& client,

@@ -85,6 +85,7 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
   state->name = world.name;
   state->id = world.id;
   state->opTimeout = world.opTimeout;
+  state->launchRank = world.launchRank;
   state->epoch = view.view.epoch();
   state->rank = view.rank;
   state->size = view.view.members_size();
@@ -115,8 +116,7 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
   }
   state->registerWithRecorder();
   recorder::FlightRecorder::process().setIdentity(
-      {world.job, state->worldRanks[static_cast<std::size_t>(state->rank)], state->size,
-       state->epoch});
+      {world.job, world.launchRank, world.launchSize, state->epoch});
   if (Status s = wireUp(state, deadline); !s.ok()) {
     std::lock_guard<std::mutex> lock(world.engine->mutex());
     world.engine->closeLocked(*state);

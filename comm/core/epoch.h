@@ -28,7 +28,14 @@ struct WorldIdentity {
   std::uint64_t id = 0;
   std::chrono::milliseconds opTimeout{300000};
   int minSize = 1;
+  // Who this process is in flight-recorder dumps, for the job's whole life: its rank and world
+  // size at launch (ranks change with every reconfigure; dump files must not).
+  int launchRank = 0;
+  int launchSize = 1;
   std::chrono::milliseconds reconfigureTimeout{60000};
+  // One agreement round's wait for every live member to call in; then the members that did not
+  // (hung, yet heartbeating) are reported failed and the others agree without them.
+  std::chrono::milliseconds agreementTimeout{10000};
 };
 
 // A connected, wired-up state for `view`, attached to the engine and known to the recorder.

@@ -2,8 +2,11 @@
 // survivors agree on the next epoch through the rendezvous; the same object goes on with it),
 // and the hand-over of state to replacements.
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "core/epoch.h"
+#include "core/fault_injection.h"
 #include "ftcomm/communicator.h"
 #include "recorder/flight_recorder.h"
 
@@ -32,6 +35,29 @@ void finishControl(const std::shared_ptr<recorder::OpProgress>& progress, const 
   } else {
     progress->markFailed(status.toString());
   }
+}
+
+// The rendezvous names the live ranks that never called Reconfigure when a round times out
+// (JobState::describeMissingRoundCalls); each is reported failed. Returns how many.
+int reportStragglers(rendezvous::RendezvousClient& client, const std::string& message) {
+  static constexpr std::string_view kMarker = "never called Reconfigure: ";
+  const std::size_t at = message.find(kMarker);
+  if (at == std::string::npos) return 0;
+  int reported = 0;
+  const char* p = message.c_str() + at + kMarker.size();
+  while (*p != '\0') {
+    char* end = nullptr;
+    const long rank = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (client
+            .reportFailure(static_cast<int>(rank),
+                           "did not take part in reconfigure() before the agreement deadline")
+            .ok()) {
+      ++reported;
+    }
+    p = end;
+  }
+  return reported;
 }
 
 std::string rankText(const detail::CommState& state) {
@@ -86,6 +112,9 @@ Result<Reconfiguration> Communicator::reconfigure(const ReconfigureOptions& opti
                               "again");
   }
   const std::shared_ptr<detail::CommState> old = state_;
+  detail::FaultInjector::process().at("reconfigure", old->launchRank, old->id, old->epoch,
+                                      old->epoch,
+                                      [&] { old->engine->dropConnections(old->rendezvous); });
   {
     std::lock_guard<std::mutex> lock(old->engine->mutex());
     if (old->aborted) return failedPrecondition("reconfigure: " + old->name + " was aborted");
@@ -117,7 +146,14 @@ Result<Reconfiguration> Communicator::reconfigure(const ReconfigureOptions& opti
   Reconfiguration result;
   std::shared_ptr<detail::CommState> next;
   for (result.rounds = 1;; ++result.rounds) {
-    auto view = world_->rendezvous->reconfigure(detail::timeLeft(deadline));
+    auto view = world_->rendezvous->reconfigure(
+        std::min(detail::timeLeft(deadline), world_->agreementTimeout));
+    if (!view.ok() && view.status().code() == StatusCode::kTimeout &&
+        detail::Clock::now() < deadline) {
+      // Members that are alive (heartbeating) but never call in, a hung rank: the others
+      // declare them failed and agree without them.
+      if (reportStragglers(*world_->rendezvous, view.status().message()) > 0) continue;
+    }
     if (!view.ok()) {
       return fail(Status(view.status().code(), "reconfigure: " + view.status().message()));
     }

@@ -99,6 +99,7 @@ class PendingSplit final : public PendingCommunicator::Impl {
     child->size = static_cast<int>(members.size());
     child->channel = proposed_;
     child->opTimeout = parent_->opTimeout;
+    child->launchRank = parent_->launchRank;
     for (int childRank = 0; childRank < child->size; ++childRank) {
       const int p = members[static_cast<std::size_t>(childRank)];
       if (p == parent_->rank) child->rank = childRank;

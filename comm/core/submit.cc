@@ -1,5 +1,6 @@
 #include "core/submit.h"
 
+#include "core/fault_injection.h"
 #include "recorder/flight_recorder.h"
 
 namespace ftcomm::detail {
@@ -18,6 +19,21 @@ pb::ReduceOp recordedOp(ReduceOp op) {
 
 std::chrono::milliseconds timeoutOf(const CommState& comm, const OpOptions& options) {
   return options.timeout.count() > 0 ? options.timeout : comm.opTimeout;
+}
+
+// FTCOMM_FAULT's hook, before the call takes its sequence number `nextSeq()` (read under the
+// engine's mutex), and outside that mutex: a delayed or hung call must not stall the others.
+template <typename NextSeq>
+void injectFault(const std::shared_ptr<CommState>& comm, const char* name, NextSeq nextSeq) {
+  FaultInjector& injector = FaultInjector::process();
+  if (!injector.armed()) return;
+  std::uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lock(comm->engine->mutex());
+    seq = nextSeq();
+  }
+  injector.at(name, comm->launchRank, comm->id, comm->epoch, seq,
+              [&] { comm->engine->dropConnections(comm->rendezvous); });
 }
 
 // A call that ends before it starts.
@@ -58,6 +74,7 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
                    Status(status.code(), std::string(call.name) + ": " + status.message()));
   }
 
+  injectFault(comm, call.name, [&] { return comm->collectiveSeq + 1; });
   std::unique_lock<std::mutex> lock(comm->engine->mutex());
   const std::uint64_t seq = ++comm->collectiveSeq;
   record.seq = seq;
@@ -128,6 +145,7 @@ Work submitPointToPoint(const std::shared_ptr<CommState>& comm, const PointToPoi
     return refused(comm, recorder::FlightRecorder::process().record(record),
                    Status(valid.code(), std::string(name) + ": " + valid.message()));
   }
+  injectFault(comm, call.send ? "send" : "recv", [&] { return comm->p2pSeq + 1; });
   std::lock_guard<std::mutex> lock(comm->engine->mutex());
   const std::uint64_t seq = ++comm->p2pSeq;
   record.seq = seq;

@@ -22,6 +22,8 @@
 //   --scenario split         members also hold a split child (color rank % 2); after the
 //                            reconfigure the old child must refuse with Revoked, and a new split
 //                            of the reconfigured world must work
+//   --scenario injected      no fault of the test's own: FTCOMM_FAULT (set by the test) acts;
+//                            at the end the new rank 0 SIGKILLs the victims still alive (hung)
 //   (FTCOMM_MIN_WORLD_SIZE set by the test: the survivors' reconfigure must refuse)
 //   --steps N (default 30), --step S (default 10)
 #include <signal.h>
@@ -149,6 +151,13 @@ int main(int argc, char** argv) {
   if (!created.ok()) return finish("ERROR create: " + created.status().toString());
   Communicator& c = **created;
 
+  // Every member's pid by launch rank, to clean up hung victims at the end (one host).
+  std::vector<std::int64_t> pids(static_cast<std::size_t>(c.size()), 0);
+  const std::int64_t myPid = ::getpid();
+  if (!a.replacement) {
+    if (Status s = c.allGather(&myPid, pids.data(), 1, DataType::kInt64).wait(); !s.ok())
+      return finish("ERROR pids: " + s.toString());
+  }
   LoopMember member(c, a.replacement ? 1000 : launchRank + 1);
   if (a.replacement) {
     if (!c.joinedAsReplacement()) return finish("ERROR not admitted as a replacement");
@@ -233,6 +242,11 @@ int main(int argc, char** argv) {
     return "";
   };
   const std::string outcome = member.run(a.steps, hooks);
+  if (a.scenario == "injected" && c.rank() == 0) {
+    for (int v : a.victims) {
+      if (v >= 0 && v < static_cast<int>(pids.size())) ::kill(static_cast<pid_t>(pids[v]), SIGKILL);
+    }
+  }
   if (replacement > 0) ::waitpid(replacement, nullptr, 0);
   if (victim && a.scenario == "stop") {
     // Woken after the others declared it dead: it must be fenced, never back in their epoch.

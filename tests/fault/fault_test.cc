@@ -145,6 +145,51 @@ TEST_CASE("fault: split children of the old epoch refuse after a reconfigure; ne
   checkSurvivors(s, run(s, 5), 4);
 }
 
+TEST_CASE("fault: FTCOMM_FAULT kill, exit and drop-conn: the survivors go on without the victim") {
+  for (const std::string action : {"kill", "exit:3", "drop-conn"}) {
+    INFO(action);
+    Scenario s{"injected", 4, "2", {"FTCOMM_FAULT=rank=2,op=allreduce,seq=9,action=" + action}};
+    auto results = run(s, 100);
+    for (int r : {0, 1, 3}) {
+      INFO("rank " << r << ": " << results[static_cast<std::size_t>(r)]);
+      CHECK_THAT(results[static_cast<std::size_t>(r)], Catch::StartsWith("OK steps=24 sizes=4>3"));
+    }
+    // A victim that lost its connections is fenced: its reconfigure is refused.
+    if (action == "drop-conn") CHECK_THAT(results[2], Catch::StartsWith("REFUSED"));
+  }
+}
+
+TEST_CASE("fault: a hung rank (alive, heartbeating) is timed out, left out and the rest go on") {
+  Scenario s{"injected",
+             4,
+             "1",
+             {"FTCOMM_FAULT=rank=1,op=allreduce,seq=8,action=hang", "FTCOMM_TIMEOUT_MS=2000",
+              "FTCOMM_AGREEMENT_TIMEOUT_MS=2000"}};
+  auto results = run(s, 100);
+  for (int r : {0, 2, 3}) {
+    INFO("rank " << r << ": " << results[static_cast<std::size_t>(r)]);
+    CHECK_THAT(results[static_cast<std::size_t>(r)], Catch::StartsWith("OK steps=24 sizes=4>3"));
+  }
+}
+
+TEST_CASE("fault: a slow rank (delay below the deadline) causes no false failure") {
+  Scenario s{"injected",
+             4,
+             "",
+             {"FTCOMM_FAULT=rank=1,op=allreduce,seq=8,action=delay:700", "FTCOMM_TIMEOUT_MS=5000"}};
+  for (const auto& result : run(s, 100)) {
+    INFO(result);
+    CHECK_THAT(result, Catch::StartsWith("OK steps=24 sizes=4 failures=0"));
+  }
+}
+
+TEST_CASE("fault: a malformed FTCOMM_FAULT is refused at creation, naming the spec") {
+  Scenario s{"injected", 2, "", {"FTCOMM_FAULT=rank=1,op=allreduce,action=explode"}};
+  for (const auto& result : run(s, 100)) {
+    CHECK_THAT(result, Catch::StartsWith("ERROR create: InvalidArgument: FTCOMM_FAULT"));
+  }
+}
+
 TEST_CASE("fault: a message of the old epoch never lands in an operation of the new one") {
   Scenario s{"stale", 3, "2"};
   checkSurvivors(s, run(s, 3), 2);
