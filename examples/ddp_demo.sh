@@ -11,9 +11,9 @@ work=$(mktemp -d /tmp/ftcomm-demo-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-# Each step is two allreduces (the gradient, then "are replacements waiting?") after the one
-# with which creation wires every pair up: step 20's gradient allreduce is sequence number 42.
-fault="rank=2,op=allreduce,seq=42,action=kill"
+# Step k's gradient allreduce is sequence number 3+4k on the world communicator (ddp_train.cc):
+# step 20's is 83.
+fault="rank=2,op=allreduce,seq=83,action=kill"
 echo "== ftcomm-run -np 4 --fault $fault -- ddp_train --steps 60"
 "$bin/ftcomm-run" -np 4 --fault "$fault" -- "$bin/ddp_train" --steps 60 2>&1 \
   | grep -v "PMIX ERROR: BAD-PARAM" | tee out.log

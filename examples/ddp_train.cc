@@ -6,8 +6,17 @@
 //
 //   ftcomm-run -np 4 [--fault ...] -- ddp_train [--steps N] [--step-ms MS]
 //
-// Rank 0 prints the loss per step. The last line: the final loss, the world-size history, and
-// whether every replica holds identical weights (an allreduce of a checksum, MIN against MAX).
+// Each step, on the world communicator: the gradient allreduce; a broadcast of the step's
+// learning rate from rank 0 (rank 0 owns the schedule); an all-to-all of the ranks' sample
+// counts (a consistency check of the sharding); and an allreduce of "are replacements
+// waiting?". After creation's wire-up (sequence number 1) and the split below (2), step k's
+// operations are sequence numbers 3+4k .. 6+4k, which is what FTCOMM_FAULT's seq names. The
+// world is also split into two groups (rank % 2) that report their own mean loss, and split
+// again after every reconfigure (children do not survive one).
+//
+// Rank 0 prints the loss per step. The last line: the final and first loss, the world-size
+// history, and whether every replica holds identical weights (an allreduce of a checksum, MIN
+// against MAX).
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -124,14 +134,51 @@ int main(int argc, char** argv) {
   };
   if (comm.joinedAsReplacement() && !sync().ok()) return 1;
 
-  double loss = 0;
+  double loss = 0, firstLoss = -1;
+  std::unique_ptr<Communicator> group;
   while (model.step < steps) {
+    Status s;
+    if (!group) {
+      auto split = comm.split(comm.rank() % 2, comm.rank());
+      if (split.ok()) {
+        group = std::move(split).value();
+      } else {
+        s = split.status();
+      }
+    }
     double buffer[kDim + 2];
-    localGradient(model, comm.rank(), comm.size(), buffer);
-    Status s = comm.allReduce(buffer, buffer, kDim + 2, DataType::kFloat64, ReduceOp::kSum).wait();
+    double rate = 0, localCount = 0;
     if (s.ok()) {
-      for (int d = 0; d < kDim; ++d) model.w[d] -= kLearningRate * buffer[d] / buffer[kDim + 1];
+      localGradient(model, comm.rank(), comm.size(), buffer);
+      localCount = buffer[kDim + 1];
+      s = comm.allReduce(buffer, buffer, kDim + 2, DataType::kFloat64, ReduceOp::kSum).wait();
+    }
+    if (s.ok()) {
+      rate = kLearningRate * (model.step < steps / 2 ? 1.0 : 0.5);
+      s = comm.broadcast(&rate, 1, DataType::kFloat64, 0).wait();
+    }
+    if (s.ok()) {
+      std::vector<std::int32_t> mine(static_cast<std::size_t>(comm.size()),
+                                     static_cast<std::int32_t>(localCount));
+      std::vector<std::int32_t> theirs(mine.size(), 0);
+      s = comm.allToAll(mine.data(), theirs.data(), 1, DataType::kInt32).wait();
+      std::int64_t total = 0;
+      for (std::int32_t n : theirs) total += n;
+      if (s.ok() && total != kSamples) {
+        std::fprintf(stderr, "ddp_train: the shards hold %lld samples, not %d\n",
+                     static_cast<long long>(total), kSamples);
+        return 1;
+      }
+    }
+    if (s.ok()) {
+      double groupLoss[2] = {buffer[kDim], localCount};
+      // The group's own report; its failure is the world's too (same epoch), found below.
+      (void)group->allReduce(groupLoss, groupLoss, 2, DataType::kFloat64, ReduceOp::kSum).wait();
+    }
+    if (s.ok()) {
+      for (int d = 0; d < kDim; ++d) model.w[d] -= rate * buffer[d] / buffer[kDim + 1];
       loss = buffer[kDim] / buffer[kDim + 1];
+      if (firstLoss < 0) firstLoss = loss;
       if (comm.rank() == 0)
         std::printf("step %3d  loss %.6f  world %d\n", static_cast<int>(model.step), loss,
                     comm.size());
@@ -144,6 +191,7 @@ int main(int argc, char** argv) {
         continue;
       }
     }
+    group.reset();  // a child of the epoch being left: split again afterwards
     if (!recover(s)) return 1;
   }
   // Identical replicas: the smallest and the largest checksum agree.
@@ -152,8 +200,9 @@ int main(int argc, char** argv) {
   Status s = comm.allReduce(sums, sums, 2, DataType::kInt64, ReduceOp::kMax).wait();
   const bool identical = s.ok() && sums[0] == -sums[1];
   if (comm.rank() == 0) {
-    std::printf("FINAL loss=%.6f world_sizes=%s recoveries=%d replicas_identical=%s\n", loss,
-                history.c_str(), recoveries, identical ? "yes" : "no");
+    std::printf("FINAL loss=%.6f first_loss=%.6f world_sizes=%s recoveries=%d "
+                "replicas_identical=%s\n",
+                loss, firstLoss, history.c_str(), recoveries, identical ? "yes" : "no");
   }
   return identical ? 0 : 1;
 }

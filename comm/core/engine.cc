@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -352,6 +353,15 @@ void Engine::dropConnections(const std::shared_ptr<rendezvous::RendezvousClient>
 void Engine::expelled(const std::shared_ptr<rendezvous::RendezvousClient>& client,
                       const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);
+  // FTCOMM_EXIT_ON_EXPEL=1 (ftcomm-run sets it): a process the others went on without ends
+  // itself, dump first, even when its application is stuck where no error can reach it.
+  const char* exitOnExpel = std::getenv("FTCOMM_EXIT_ON_EXPEL");
+  if (exitOnExpel != nullptr && std::string(exitOnExpel) == "1") {
+    (void)recorder::FlightRecorder::process().dump("expelled: " + why.message());
+    std::cerr << "ftcomm: this process was expelled from the job (" << why.message()
+              << "); exiting with code " << kExpelledExitCode << std::endl;
+    std::_Exit(kExpelledExitCode);
+  }
   const Status fenced(StatusCode::kRevoked,
                       "this process was expelled from the job (" + why.message() +
                           "): the others went on without it, so it must stop");

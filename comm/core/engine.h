@@ -39,6 +39,9 @@ class Event;
 
 namespace ftcomm::detail {
 
+// The exit code of a process that FTCOMM_EXIT_ON_EXPEL ended (EX_TEMPFAIL).
+constexpr int kExpelledExitCode = 75;
+
 class Engine {
  public:
   // The process's engine, created on first use and shared while anyone holds it.

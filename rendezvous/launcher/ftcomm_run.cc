@@ -10,7 +10,8 @@
 // --rank-wrapper, which reports how the rank ended. SIGINT and SIGTERM are forwarded to
 // mpirun.
 //
-// Exit status: 0 when every rank exited 0 or died from a signal (a failure the job survived);
+// Exit status: 0 when every rank exited 0, died from a signal, or was expelled (exit code 75,
+// FTCOMM_EXIT_ON_EXPEL, which this sets): failures the job survived;
 // otherwise the first non-zero exit code of a rank; 1 when no rank ran at all; 2 for bad usage.
 #include <fcntl.h>
 #include <signal.h>
@@ -108,6 +109,9 @@ std::string describe(int status) {
   return "ended oddly (status " + std::to_string(status) + ")";
 }
 
+// The exit code of a rank that was expelled (FTCOMM_EXIT_ON_EXPEL): the job went on without it.
+constexpr int kExpelled = 75;
+
 volatile sig_atomic_t forwardTo = 0;
 void forward(int sig) {
   if (forwardTo > 0) ::kill(static_cast<pid_t>(forwardTo), sig);
@@ -196,6 +200,8 @@ int main(int argc, char** argv) {
   ::setenv("FTCOMM_RENDEZVOUS", address.c_str(), 1);
   ::setenv("FTCOMM_JOB", job.c_str(), 1);
   if (!faults.empty()) ::setenv("FTCOMM_FAULT", faults.c_str(), 1);
+  // A rank the others declared failed ends itself (code 75) instead of lingering, hung or not.
+  ::setenv("FTCOMM_EXIT_ON_EXPEL", "1", 0);
 
   std::vector<std::string> args = {"mpirun"};
   if (::geteuid() == 0) args.push_back("--allow-run-as-root");
@@ -237,7 +243,7 @@ int main(int argc, char** argv) {
       ++ran;
       summary += " " + std::to_string(r) + ":" + (how == "exit" ? "exit " : "signal ") +
                  std::to_string(value);
-      if (how == "exit" && value != 0 && firstBad == 0) firstBad = value;
+      if (how == "exit" && value != 0 && value != kExpelled && firstBad == 0) firstBad = value;
     }
     std::cerr << "ftcomm-run: mpirun " << describe(status) << "; ranks" << summary << std::endl;
     result = ran == 0 ? 1 : firstBad;

@@ -1,0 +1,140 @@
+// The failure-injection suite: examples/ddp_train under ftcomm-run (real mpirun, a real
+// rendezvous server), one row of the table per scenario: the faults (FTCOMM_FAULT specs), what
+// the job must end with, and the rank ftcomm-fr analyze must name. Sequence numbers follow
+// ddp_train.cc: step k's gradient allreduce is 3+4k, its broadcast 4+4k, its all-to-all 5+4k;
+// the split at start is 2; reconfigure's is the epoch being left.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "rendezvous_server_process.h"
+#include "temp_dir.h"
+
+using namespace ftcomm::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Row {
+  std::string name;
+  int ranks;
+  std::vector<std::string> faults;
+  std::string worldSizes;  // the history ddp_train must end with
+  int culprit;             // the rank the analysis must name; -1: it must find nothing
+  std::vector<std::string> env = {};
+};
+
+const std::vector<Row> kTable = {
+    {"kill during allreduce", 4, {"rank=2,op=allreduce,seq=43,action=kill"}, "4>3", 2},
+    {"kill during broadcast", 4, {"rank=1,op=broadcast,seq=44,action=kill"}, "4>3", 1},
+    {"kill during alltoall", 4, {"rank=3,op=alltoall,seq=45,action=kill"}, "4>3", 3},
+    {"kill during split", 4, {"rank=0,op=split,seq=2,action=kill"}, "4>3", 0},
+    {"kill during reconfigure",
+     5,
+     {"rank=1,op=allreduce,seq=43,action=kill", "rank=3,op=reconfigure,seq=1,action=kill"},
+     "5>3",
+     1},
+    {"two kills at once",
+     5,
+     {"rank=1,op=allreduce,seq=43,action=kill", "rank=4,op=allreduce,seq=43,action=kill"},
+     "5>3",
+     4},
+    {"a hung rank",
+     4,
+     {"rank=2,op=allreduce,seq=43,action=hang"},
+     "4>3",
+     2,
+     {"FTCOMM_TIMEOUT_MS=2000", "FTCOMM_AGREEMENT_TIMEOUT_MS=2000"}},
+    {"a slow rank (no false failure)",
+     4,
+     {"rank=1,op=allreduce,seq=43,action=delay:700"},
+     "4",
+     -1,
+     {"FTCOMM_TIMEOUT_MS=5000"}},
+    {"a dropped connection", 4, {"rank=3,op=allreduce,seq=43,action=drop-conn"}, "4>3", 3},
+};
+
+struct Outcome {
+  std::string transcript;
+  std::string analysis;
+  int exitCode = -1;
+};
+
+Outcome runRow(const Row& row) {
+  TempDir dir;
+  std::vector<std::string> argv = {"/usr/bin/env", "FTCOMM_FR_DIR=" + dir.path.string(),
+                                   "UCX_LOG_LEVEL=error"};
+  argv.insert(argv.end(), row.env.begin(), row.env.end());
+  argv.push_back(binary("ftcomm-run"));
+  argv.push_back("-np");
+  argv.push_back(std::to_string(row.ranks));
+  for (const auto& f : row.faults) {
+    argv.push_back("--fault");
+    argv.push_back(f);
+  }
+  const std::vector<std::string> program = {"--", binary("ddp_train"), "--steps",
+                                            "30", "--step-ms",         "0"};
+  argv.insert(argv.end(), program.begin(), program.end());
+  Outcome out;
+  {
+    LineProcess run(argv, (dir.path / "stderr.log").string());
+    (void)run.waitFor("no line starts like this", 180s);
+    auto status = run.child().waitExit(30s);
+    out.exitCode = status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+    out.transcript = run.transcript();
+  }
+  LineProcess fr({binary("ftcomm-fr"), "analyze", dir.path.string()});
+  (void)fr.waitFor("no line starts like this", 60s);
+  out.analysis = fr.transcript();
+  return out;
+}
+
+// The analysis names `rank`: as failed, as a likely culprit, or among the missing dumps.
+bool namesRank(const std::string& analysis, int rank) {
+  const std::string r = std::to_string(rank);
+  if (analysis.find("rank " + r + " failed") != std::string::npos) return true;
+  for (const std::string lead : {"likely culprits): rank", "missing dumps: rank"}) {
+    const auto at = analysis.find(lead);
+    if (at == std::string::npos) continue;
+    std::string line = analysis.substr(at, analysis.find('\n', at) - at);
+    line = line.substr(line.find(':') + 1);
+    for (char& c : line) {
+      if (c == '(') c = '\0';
+    }
+    if ((" " + std::string(line.c_str()) + " ").find(" " + r + " ") != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+double fieldValue(const std::string& line, const std::string& key) {
+  const std::string v = field(line, key);
+  return v.empty() ? -1 : std::stod(v);
+}
+
+}  // namespace
+
+TEST_CASE("failure-injection suite: ddp_train under ftcomm-run survives every row of the table") {
+  for (const Row& row : kTable) {
+    SECTION(row.name) {
+      const Outcome out = runRow(row);
+      INFO(row.name << "\n" << out.transcript << "\n" << out.analysis);
+      CHECK(out.exitCode == 0);
+      const auto at = out.transcript.find("FINAL ");
+      REQUIRE(at != std::string::npos);
+      const std::string final = out.transcript.substr(at, out.transcript.find('\n', at) - at);
+      CHECK(field(final, "world_sizes") == row.worldSizes);
+      CHECK(field(final, "replicas_identical") == "yes");
+      CHECK(fieldValue(final, "loss") < fieldValue(final, "first_loss"));
+      if (row.culprit >= 0) {
+        CHECK(namesRank(out.analysis, row.culprit));
+      } else {
+        CHECK_THAT(out.analysis, !Catch::Contains("first incomplete collective"));
+      }
+    }
+  }
+}
