@@ -7,6 +7,7 @@
 
 #include <sys/wait.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,7 +65,11 @@ struct Outcome {
   int exitCode = -1;
 };
 
-Outcome runRow(const Row& row) {
+// `rendezvous`: a server of the test's (else ftcomm-run starts its own). `during`: runs while
+// the job does, once step 5 was printed.
+Outcome runRow(const Row& row, const std::string& rendezvous = "",
+               const std::function<void()>& during = nullptr,
+               const std::vector<std::string>& trainArgs = {"--steps", "30", "--step-ms", "0"}) {
   TempDir dir;
   std::vector<std::string> argv = {"/usr/bin/env", "FTCOMM_FR_DIR=" + dir.path.string(),
                                    "UCX_LOG_LEVEL=error"};
@@ -72,16 +77,24 @@ Outcome runRow(const Row& row) {
   argv.push_back(binary("ftcomm-run"));
   argv.push_back("-np");
   argv.push_back(std::to_string(row.ranks));
+  if (!rendezvous.empty()) {
+    argv.push_back("--rendezvous");
+    argv.push_back(rendezvous);
+  }
   for (const auto& f : row.faults) {
     argv.push_back("--fault");
     argv.push_back(f);
   }
-  const std::vector<std::string> program = {"--", binary("ddp_train"), "--steps",
-                                            "30", "--step-ms",         "0"};
-  argv.insert(argv.end(), program.begin(), program.end());
+  argv.push_back("--");
+  argv.push_back(binary("ddp_train"));
+  argv.insert(argv.end(), trainArgs.begin(), trainArgs.end());
   Outcome out;
   {
     LineProcess run(argv, (dir.path / "stderr.log").string());
+    if (during) {
+      (void)run.waitFor("step   5", 60s);
+      during();
+    }
     (void)run.waitFor("no line starts like this", 180s);
     auto status = run.child().waitExit(30s);
     out.exitCode = status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
@@ -137,4 +150,15 @@ TEST_CASE("failure-injection suite: ddp_train under ftcomm-run survives every ro
       }
     }
   }
+}
+
+TEST_CASE("failure-injection suite: the rendezvous server restarted mid-training costs no rank") {
+  RendezvousServerProcess server;
+  const Row row{"server restart", 4, {}, "4", -1};
+  const Outcome out = runRow(row, server.address(), [&] { server.restart(); },
+                             {"--steps", "60", "--step-ms", "30"});
+  INFO(out.transcript << "\n" << out.analysis << "\n" << server.log());
+  CHECK(out.exitCode == 0);
+  CHECK_THAT(out.transcript,
+             Catch::Contains("world_sizes=4 ") && Catch::Contains("replicas_identical=yes"));
 }
