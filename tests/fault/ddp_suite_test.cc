@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,10 +66,10 @@ struct Outcome {
   int exitCode = -1;
 };
 
-// `rendezvous`: a server of the test's (else ftcomm-run starts its own). `during`: runs while
-// the job does, once step 5 was printed.
+// `rendezvous`: a server of the test's (else ftcomm-run starts its own), and the job's name.
+// `during`: runs while the job does, with the launcher's output.
 Outcome runRow(const Row& row, const std::string& rendezvous = "",
-               const std::function<void()>& during = nullptr,
+               const std::function<void(LineProcess&)>& during = nullptr,
                const std::vector<std::string>& trainArgs = {"--steps", "30", "--step-ms", "0"}) {
   TempDir dir;
   std::vector<std::string> argv = {"/usr/bin/env", "FTCOMM_FR_DIR=" + dir.path.string(),
@@ -78,8 +79,10 @@ Outcome runRow(const Row& row, const std::string& rendezvous = "",
   argv.push_back("-np");
   argv.push_back(std::to_string(row.ranks));
   if (!rendezvous.empty()) {
-    argv.push_back("--rendezvous");
-    argv.push_back(rendezvous);
+    for (const std::string& a : {std::string("--rendezvous"), rendezvous, std::string("--job"),
+                                 std::string("suite-job")}) {
+      argv.push_back(a);
+    }
   }
   for (const auto& f : row.faults) {
     argv.push_back("--fault");
@@ -91,10 +94,7 @@ Outcome runRow(const Row& row, const std::string& rendezvous = "",
   Outcome out;
   {
     LineProcess run(argv, (dir.path / "stderr.log").string());
-    if (during) {
-      (void)run.waitFor("step   5", 60s);
-      during();
-    }
+    if (during) during(run);
     (void)run.waitFor("no line starts like this", 180s);
     auto status = run.child().waitExit(30s);
     out.exitCode = status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
@@ -155,10 +155,36 @@ TEST_CASE("failure-injection suite: ddp_train under ftcomm-run survives every ro
 TEST_CASE("failure-injection suite: the rendezvous server restarted mid-training costs no rank") {
   RendezvousServerProcess server;
   const Row row{"server restart", 4, {}, "4", -1};
-  const Outcome out = runRow(row, server.address(), [&] { server.restart(); },
+  const Outcome out = runRow(row, server.address(),
+                             [&](LineProcess& run) {
+                               (void)run.waitFor("step   5", 60s);
+                               server.restart();
+                             },
                              {"--steps", "60", "--step-ms", "30"});
   INFO(out.transcript << "\n" << out.analysis << "\n" << server.log());
   CHECK(out.exitCode == 0);
   CHECK_THAT(out.transcript,
              Catch::Contains("world_sizes=4 ") && Catch::Contains("replicas_identical=yes"));
+}
+
+TEST_CASE("failure-injection suite: a replacement joins mid-training and gets the model") {
+  RendezvousServerProcess server;
+  const Row row{"replacement", 4, {"rank=2,op=allreduce,seq=43,action=kill"}, "4>3>4", 2};
+  std::unique_ptr<LineProcess> replacement;
+  const Outcome out =
+      runRow(row, server.address(),
+             [&](LineProcess& run) {
+               (void)run.waitFor("reconfigured:", 60s);
+               replacement = std::make_unique<LineProcess>(std::vector<std::string>{
+                   "/usr/bin/env", "FTCOMM_RENDEZVOUS=" + server.address(), "FTCOMM_JOB=suite-job",
+                   "FTCOMM_REPLACEMENT=1", "UCX_LOG_LEVEL=error", binary("ddp_train"), "--steps",
+                   "60", "--step-ms", "30"});
+             },
+             {"--steps", "60", "--step-ms", "30"});
+  INFO(out.transcript << "\n" << out.analysis);
+  CHECK(out.exitCode == 0);
+  CHECK_THAT(out.transcript,
+             Catch::Contains("world_sizes=4>3>4 ") && Catch::Contains("replicas_identical=yes"));
+  REQUIRE(replacement);
+  CHECK(replacement->child().waitExit(60s) == 0);
 }
