@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
   int recoveries = 0;
   // The weights and the step come from rank 0 (a survivor) after every reconfigure, and to a
   // replacement when it arrives: the step that failed may have completed on some ranks only.
-  auto sync = [&]() { return comm.shareState(&model, sizeof model / 8, DataType::kFloat64).wait(); };
+  auto sync = [&]() {
+    return comm.shareState(&model, sizeof model / 8, DataType::kFloat64).wait();
+  };
   auto recover = [&](const Status& why) -> bool {
     if (why.ok()) {
       if (comm.rank() == 0) std::printf("admitting replacements\n");
@@ -200,9 +202,10 @@ int main(int argc, char** argv) {
   Status s = comm.allReduce(sums, sums, 2, DataType::kInt64, ReduceOp::kMax).wait();
   const bool identical = s.ok() && sums[0] == -sums[1];
   if (comm.rank() == 0) {
-    std::printf("FINAL loss=%.6f first_loss=%.6f world_sizes=%s recoveries=%d "
-                "replicas_identical=%s\n",
-                loss, firstLoss, history.c_str(), recoveries, identical ? "yes" : "no");
+    std::printf(
+        "FINAL loss=%.6f first_loss=%.6f world_sizes=%s recoveries=%d "
+        "replicas_identical=%s\n",
+        loss, firstLoss, history.c_str(), recoveries, identical ? "yes" : "no");
   }
   return identical ? 0 : 1;
 }

@@ -188,3 +188,20 @@ TEST_CASE("failure-injection suite: a replacement joins mid-training and gets th
   REQUIRE(replacement);
   CHECK(replacement->child().waitExit(60s) == 0);
 }
+
+TEST_CASE("ftcomm-run: bad usage exits 2; a rank's non-zero exit code becomes the job's") {
+  auto exitOf = [](std::vector<std::string> args) {
+    args.insert(args.begin(), binary("ftcomm-run"));
+    LineProcess run(args);
+    (void)run.waitFor("no line starts like this", 120s);
+    auto status = run.child().waitExit(30s);
+    return status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+  };
+  CHECK(exitOf({"-np", "0", "--", "true"}) == 2);
+  CHECK(exitOf({"-np", "2"}) == 2);
+  CHECK(exitOf({"-np", "2", "--bogus", "--", "true"}) == 2);
+  CHECK(exitOf({"-np", "2", "--fault", "a;b", "--", "true"}) == 2);
+  CHECK(exitOf({"-np", "2", "--", "sh", "-c", "exit 0"}) == 0);
+  CHECK(exitOf({"-np", "2", "--", "sh", "-c", "exit 3"}) == 3);
+  CHECK(exitOf({"-np", "2", "--", "/nonexistent/program"}) == 127);
+}
