@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "core/epoch.h"
 #include "core/fault_injection.h"
@@ -39,23 +40,25 @@ void finishControl(const std::shared_ptr<recorder::OpProgress>& progress, const 
 
 // The rendezvous names the live ranks that never called Reconfigure when a round times out
 // (JobState::describeMissingRoundCalls); each is reported failed. Returns how many.
-int reportStragglers(rendezvous::RendezvousClient& client, const std::string& message) {
+int reportStragglers(rendezvous::RendezvousClient& client, const std::string& message,
+                     int epochSize) {
   static constexpr std::string_view kMarker = "never called Reconfigure: ";
   const std::size_t at = message.find(kMarker);
   if (at == std::string::npos) return 0;
-  int reported = 0;
+  std::vector<int> stragglers;
   const char* p = message.c_str() + at + kMarker.size();
   while (*p != '\0') {
     char* end = nullptr;
     const long rank = std::strtol(p, &end, 10);
     if (end == p) break;
-    if (client
-            .reportFailure(static_cast<int>(rank),
-                           "did not take part in reconfigure() before the agreement deadline")
-            .ok()) {
-      ++reported;
-    }
+    stragglers.push_back(static_cast<int>(rank));
     p = end;
+  }
+  if (stragglers.empty() || 2 * static_cast<int>(stragglers.size()) >= epochSize) return 0;
+  int reported = 0;
+  for (int rank : stragglers) {
+    const std::string why = "did not take part in reconfigure() before the agreement deadline";
+    if (client.reportFailure(rank, why).ok()) ++reported;
   }
   return reported;
 }
@@ -149,10 +152,13 @@ Result<Reconfiguration> Communicator::reconfigure(const ReconfigureOptions& opti
     auto view = world_->rendezvous->reconfigure(
         std::min(detail::timeLeft(deadline), world_->agreementTimeout));
     if (!view.ok() && view.status().code() == StatusCode::kTimeout &&
-        detail::Clock::now() < deadline) {
-      // Members that are alive (heartbeating) but never call in, a hung rank: the others
-      // declare them failed and agree without them.
-      if (reportStragglers(*world_->rendezvous, view.status().message()) > 0) continue;
+        detail::Clock::now() < deadline &&
+        world_->watch->failedEpoch.load() >= world_->rendezvous->epoch()) {
+      // Members that are alive (heartbeating) but never call in after a failure every member
+      // was told of, a hung rank: the others declare them failed and agree without them. Only
+      // in a failed epoch (a healthy one waits for everyone: growing is unanimous), and never a
+      // majority (one confused member must not expel the rest).
+      if (reportStragglers(*world_->rendezvous, view.status().message(), old->size) > 0) continue;
     }
     if (!view.ok()) {
       return fail(Status(view.status().code(), "reconfigure: " + view.status().message()));
