@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string_view>
 
 #include "core/comm_state.h"
 #include "recorder/flight_recorder.h"
@@ -41,6 +42,9 @@ Status decodeNotice(const char* data, std::size_t bytes, int sender, std::uint64
 }
 
 const transport::OpSignature kControlSignature{transport::OpKind::kControl};
+
+// Marks a revocation reason that carries a notice (encodeNotice) for the rendezvous.
+constexpr std::string_view kRevocationNotice = "[notice] ";
 
 // How long a failed operation waits for receives that were already landing when it failed
 // (Transport::settled) before its buffers are given back anyway.
@@ -241,10 +245,10 @@ void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, 
     (void)comm.transport->send(peer, {comm.channel, kControlSlot, kControlSignature},
                                comm.notice.data(), comm.notice.size());
   }
-  tellRendezvousLocked(comm, why);
+  tellRendezvousLocked(comm, why, seq);
 }
 
-void Engine::tellRendezvousLocked(const CommState& comm, const Status& why) {
+void Engine::tellRendezvousLocked(const CommState& comm, const Status& why, std::uint64_t seq) {
   if (!comm.rendezvous) return;
   // A peer the transport found dead is reported (the first report wins); any other failure of
   // a world communicator revokes its epoch for every member. A split child's other failures
@@ -257,8 +261,10 @@ void Engine::tellRendezvousLocked(const CommState& comm, const Status& why) {
       suspects.emplace_back(comm.worldRanks[static_cast<std::size_t>(peer)], s.message());
   }
   if (suspects.empty() && comm.parentId != 0) return;
+  // The revocation carries the failure as a notice (its code and operation), so that a member
+  // that hears of it from the rendezvous first still fails that operation with its own error.
   outbox_.post([client = comm.rendezvous, epoch = comm.epoch, suspects = std::move(suspects),
-                reason = why.toString()] {
+                reason = (std::string(kRevocationNotice) + encodeNotice(why, seq)).substr(0, 900)] {
     if (client->epoch() != epoch) return;  // the job has moved on
     if (suspects.empty()) {
       (void)client->revoke(reason);
@@ -390,10 +396,25 @@ void Engine::rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>
     revokeEpochLocked(client, event.epoch(), why);
   } else if (event.kind() == Event::EPOCH_REVOKED ||
              (event.kind() == Event::SNAPSHOT && event.revoked())) {
-    revokeEpochLocked(
-        client, event.epoch(),
-        Status(StatusCode::kRevoked, "epoch " + std::to_string(event.epoch()) +
-                                         " of the job was revoked (" + event.reason() + ")"));
+    const Status revoked(StatusCode::kRevoked, "epoch " + std::to_string(event.epoch()) +
+                                                   " of the job was revoked (" + event.reason() +
+                                                   ")");
+    // A world communicator's failure (tellRendezvousLocked): that operation gets its error.
+    const std::string& reason = event.reason();
+    if (const std::size_t at = reason.find(kRevocationNotice); at != std::string::npos) {
+      const std::string notice = reason.substr(at + kRevocationNotice.size());
+      std::uint64_t seq = 0;
+      const std::size_t by = reason.find("revoked by rank ");
+      const int sender = by == std::string::npos ? -1 : std::atoi(reason.c_str() + by + 16);
+      const Status why = decodeNotice(notice.data(), notice.size(), sender, &seq);
+      for (const auto& weak : comms_) {
+        auto comm = weak.lock();
+        if (comm && comm->rendezvous == client && comm->epoch == event.epoch() &&
+            comm->parentId == 0)
+          breakLocked(*comm, why, seq, false);
+      }
+    }
+    revokeEpochLocked(client, event.epoch(), revoked);
   }
   wake();
 }

@@ -104,7 +104,7 @@ class Engine {
   // Completes a failing operation if nothing can land in its buffers any more; true if it did.
   bool settleLocked(Operation& op, Clock::time_point now);
   // breakLocked's message to the rendezvous, sent from the outbox.
-  void tellRendezvousLocked(const CommState& comm, const Status& why);
+  void tellRendezvousLocked(const CommState& comm, const Status& why, std::uint64_t seq);
   void wake();
 
   std::mutex mu_;
