@@ -189,7 +189,7 @@ TEST_CASE("failure-injection suite: a replacement joins mid-training and gets th
   CHECK(replacement->child().waitExit(60s) == 0);
 }
 
-TEST_CASE("ftcomm-run: bad usage exits 2; a rank's non-zero exit code becomes the job's") {
+TEST_CASE("ftcomm-run: bad usage exits 2 and a rank's non-zero exit code becomes the job's") {
   auto exitOf = [](std::vector<std::string> args) {
     args.insert(args.begin(), binary("ftcomm-run"));
     LineProcess run(args);

@@ -68,7 +68,7 @@ int randomStep() {
 
 }  // namespace
 
-TEST_CASE("fault: one rank SIGKILLed at a random step; the survivors reconfigure and go on") {
+TEST_CASE("fault: one rank SIGKILLed at a random step and the survivors reconfigure and go on") {
   for (int ranks : {4, 8}) {
     const int step = randomStep();
     std::mt19937 pick(static_cast<unsigned>(step));
@@ -140,7 +140,7 @@ TEST_CASE("fault: below the minimum world size reconfigure refuses and says so")
   }
 }
 
-TEST_CASE("fault: split children of the old epoch refuse after a reconfigure; new splits work") {
+TEST_CASE("fault: split children of the old epoch refuse after a reconfigure and new splits work") {
   Scenario s{"split", 5, "1"};
   checkSurvivors(s, run(s, 5), 4);
 }
