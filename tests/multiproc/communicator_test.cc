@@ -66,7 +66,7 @@ TEST_CASE("communicator: two communicators created at once without blocking") {
 }
 
 TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on every rank") {
-  for (const std::string scenario : {"mismatch-count", "mismatch-dtype"}) {
+  for (const std::string scenario : {"mismatch-count", "mismatch-dtype", "mismatch-large"}) {
     TempDir dir;
     for (const auto& result : run(scenario, 3, {"FTCOMM_FR_DIR=" + dir.path.string()})) {
       INFO(scenario);
@@ -74,6 +74,8 @@ TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on
       // Both signatures are named.
       if (scenario == "mismatch-count") {
         CHECK_THAT(result, Catch::Contains("count=8") && Catch::Contains("count=16"));
+      } else if (scenario == "mismatch-large") {
+        CHECK_THAT(result, Catch::Contains("count=65536"));
       } else {
         CHECK_THAT(result, Catch::Contains("int32") && Catch::Contains("float32"));
       }

@@ -61,7 +61,8 @@ class UcxTransport final : public transport::Transport {
                    std::size_t bytes);
   Status checkReceived(const PendingOp& op, std::size_t bytes) const;
   void withdraw(PendingOp* op, const Status& why);
-  void finish(PendingOp* op, ucs_status_t status, std::size_t bytes);
+  // Completes `op` once UCX is done with every part of it.
+  void finish(PendingOp* op);
   friend struct OpCallbacks;
 
   struct Peer {
