@@ -141,8 +141,9 @@ double trial(const Options& o, const RendezvousServerProcess& server, const char
     if (r == victim) continue;
     auto line = members[static_cast<std::size_t>(r)]->waitFor("RECOVERED", 60s);
     if (!line) {
-      std::cerr << "rank " << r << " did not recover: "
-                << members[static_cast<std::size_t>(r)]->transcript() << "\n";
+      std::cerr << "rank " << r
+                << " did not recover: " << members[static_cast<std::size_t>(r)]->transcript()
+                << "\n";
       return -1;
     }
     latest = std::max<std::int64_t>(latest, std::stoll(line->substr(10)));

@@ -5,46 +5,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <string_view>
 
 #include "core/comm_state.h"
+#include "core/notice.h"
 #include "recorder/flight_recorder.h"
-#include "rendezvous/client.h"
 
 namespace ftcomm::detail {
 
 namespace {
 
-// What a control message says: a member's operation `seq` failed with `code`, so the
-// communicator is broken there. Text: "<code> <seq> <message>".
-std::string encodeNotice(const Status& why, std::uint64_t seq) {
-  return std::to_string(static_cast<int>(why.code())) + " " + std::to_string(seq) + " " +
-         why.message();
-}
-
-Status decodeNotice(const char* data, std::size_t bytes, int sender, std::uint64_t* seq) {
-  const std::string text(data, bytes);
-  int code = 0;
-  unsigned long long parsedSeq = 0;
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%d %llu %n", &code, &parsedSeq, &consumed) < 2 ||
-      code <= static_cast<int>(StatusCode::kOk) || code > static_cast<int>(StatusCode::kInternal)) {
-    *seq = 0;
-    return Status(StatusCode::kRevoked,
-                  "rank " + std::to_string(sender) + " sent a malformed failure notice");
-  }
-  *seq = parsedSeq;
-  return Status(static_cast<StatusCode>(code), "rank " + std::to_string(sender) + ": " +
-                                                   text.substr(static_cast<std::size_t>(consumed)));
-}
-
 const transport::OpSignature kControlSignature{transport::OpKind::kControl};
-
-// Marks a revocation reason that carries a notice (encodeNotice) for the rendezvous.
-constexpr std::string_view kRevocationNotice = "[notice] ";
 
 // How long a failed operation waits for receives that were already landing when it failed
 // (Transport::settled) before its buffers are given back anyway.
@@ -248,32 +220,6 @@ void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, 
   tellRendezvousLocked(comm, why, seq);
 }
 
-void Engine::tellRendezvousLocked(const CommState& comm, const Status& why, std::uint64_t seq) {
-  if (!comm.rendezvous) return;
-  // A peer the transport found dead is reported (the first report wins); any other failure of
-  // a world communicator revokes its epoch for every member. A split child's other failures
-  // (a mismatch, a deadline) stay within the child: its members were told above.
-  std::vector<std::pair<int, std::string>> suspects;
-  for (int peer = 0; peer < comm.size; ++peer) {
-    if (peer == comm.rank) continue;
-    Status s = comm.transport->peerStatus(peer);
-    if (!s.ok())
-      suspects.emplace_back(comm.worldRanks[static_cast<std::size_t>(peer)], s.message());
-  }
-  if (suspects.empty() && comm.parentId != 0) return;
-  // The revocation carries the failure as a notice (its code and operation), so that a member
-  // that hears of it from the rendezvous first still fails that operation with its own error.
-  outbox_.post([client = comm.rendezvous, epoch = comm.epoch, suspects = std::move(suspects),
-                reason = (std::string(kRevocationNotice) + encodeNotice(why, seq)).substr(0, 900)] {
-    if (client->epoch() != epoch) return;  // the job has moved on
-    if (suspects.empty()) {
-      (void)client->revoke(reason);
-      return;
-    }
-    for (const auto& [worldRank, what] : suspects) (void)client->reportFailure(worldRank, what);
-  });
-}
-
 void Engine::failLocked(Operation& op, const Status& why, Clock::time_point now) {
   op.failing = why;
   op.settleBy = now + kSettleTime;
@@ -312,111 +258,6 @@ void Engine::closeLocked(CommState& comm) {
   sweepLocked();
   if (comm.broken.ok()) comm.broken = closed;
   comm.transport.reset();
-}
-
-void Engine::revokeEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                               std::uint64_t epoch, const Status& why) {
-  for (const auto& weak : comms_) {
-    auto comm = weak.lock();
-    if (!comm || comm->rendezvous != client || comm->epoch != epoch) continue;
-    breakLocked(*comm, why, 0, false);
-  }
-}
-
-void Engine::retireEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                               std::uint64_t epoch, const Status& why) {
-  for (const auto& weak : comms_) {
-    auto comm = weak.lock();
-    if (!comm || comm->rendezvous != client || comm->epoch != epoch) continue;
-    if (comm->broken.ok()) {
-      breakLocked(*comm, why, 0, false);
-    } else if (comm->broken.message().find(why.message()) == std::string::npos) {
-      comm->broken =
-          Status(StatusCode::kRevoked,
-                 why.message() + " (it had failed before: " + comm->broken.toString() + ")");
-      comm->brokenSeq = 0;
-    }
-  }
-}
-
-void Engine::dropConnections(const std::shared_ptr<rendezvous::RendezvousClient>& client) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const Status lost(StatusCode::kPeerFailed, "connections dropped (fault injection)");
-    for (const auto& weak : comms_) {
-      auto comm = weak.lock();
-      if (!comm || comm->rendezvous != client || !comm->transport) continue;
-      for (int peer = 0; peer < comm->size; ++peer) {
-        if (peer != comm->rank) comm->transport->failPeer(peer, lost);
-      }
-      breakLocked(*comm, lost, 0, false);  // nobody is told: nobody can be reached
-    }
-  }
-  if (client) client->dropWatchStream();
-  wake();
-}
-
-void Engine::expelled(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                      const Status& why) {
-  std::lock_guard<std::mutex> lock(mu_);
-  // FTCOMM_EXIT_ON_EXPEL=1 (ftcomm-run sets it): a process the others went on without ends
-  // itself, dump first, even when its application is stuck where no error can reach it.
-  const char* exitOnExpel = std::getenv("FTCOMM_EXIT_ON_EXPEL");
-  if (exitOnExpel != nullptr && std::string(exitOnExpel) == "1") {
-    (void)recorder::FlightRecorder::process().dump("expelled: " + why.message());
-    std::cerr << "ftcomm: this process was expelled from the job (" << why.message()
-              << "); exiting with code " << kExpelledExitCode << std::endl;
-    std::_Exit(kExpelledExitCode);
-  }
-  const Status fenced(StatusCode::kRevoked,
-                      "this process was expelled from the job (" + why.message() +
-                          "): the others went on without it, so it must stop");
-  for (const auto& weak : comms_) {
-    auto comm = weak.lock();
-    if (comm && comm->rendezvous == client) breakLocked(*comm, fenced, 0, false);
-  }
-  wake();
-}
-
-void Engine::rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                             const rendezvous::pb::Event& event) {
-  using Event = rendezvous::pb::Event;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (event.kind() == Event::MEMBER_FAILED) {
-    const Status why(StatusCode::kPeerFailed, "world rank " + std::to_string(event.rank()) +
-                                                  " failed (" + event.reason() + ")");
-    for (const auto& weak : comms_) {
-      auto comm = weak.lock();
-      if (!comm || comm->rendezvous != client || comm->epoch != event.epoch()) continue;
-      const auto it = std::find(comm->worldRanks.begin(), comm->worldRanks.end(), event.rank());
-      if (comm->transport && it != comm->worldRanks.end()) {
-        comm->transport->failPeer(static_cast<int>(it - comm->worldRanks.begin()), why);
-      }
-    }
-    revokeEpochLocked(client, event.epoch(), why);
-  } else if (event.kind() == Event::EPOCH_REVOKED ||
-             (event.kind() == Event::SNAPSHOT && event.revoked())) {
-    const Status revoked(StatusCode::kRevoked, "epoch " + std::to_string(event.epoch()) +
-                                                   " of the job was revoked (" + event.reason() +
-                                                   ")");
-    // A world communicator's failure (tellRendezvousLocked): that operation gets its error.
-    const std::string& reason = event.reason();
-    if (const std::size_t at = reason.find(kRevocationNotice); at != std::string::npos) {
-      const std::string notice = reason.substr(at + kRevocationNotice.size());
-      std::uint64_t seq = 0;
-      const std::size_t by = reason.find("revoked by rank ");
-      const int sender = by == std::string::npos ? -1 : std::atoi(reason.c_str() + by + 16);
-      const Status why = decodeNotice(notice.data(), notice.size(), sender, &seq);
-      for (const auto& weak : comms_) {
-        auto comm = weak.lock();
-        if (comm && comm->rendezvous == client && comm->epoch == event.epoch() &&
-            comm->parentId == 0)
-          breakLocked(*comm, why, seq, false);
-      }
-    }
-    revokeEpochLocked(client, event.epoch(), revoked);
-  }
-  wake();
 }
 
 void Engine::sweepLocked() {

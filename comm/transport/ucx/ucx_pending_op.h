@@ -43,7 +43,8 @@ struct UcxPart {
 };
 
 struct UcxTransport::PendingOp {
-  UcxTransport* owner = nullptr;  // null once the transport is gone: the op then only cleans up
+  UcxTransport* owner = nullptr;      // null once the transport is gone: the op then only cleans up
+  UcxWorker* orphanedFrom = nullptr;  // set for an orphaned receive, which the worker counts
   transport::RequestPtr request;
   int peer = 0;
   bool receive = false;
@@ -114,6 +115,7 @@ struct OpCallbacks {
       op->owner->finish(op);
       return;
     }
+    if (op->orphanedFrom != nullptr) op->orphanedFrom->orphanReceive(-1);
     op->freeRequests();
     delete op;
   }

@@ -53,9 +53,12 @@ UcxTransport::~UcxTransport() {
     if (p.endpoint) p.endpoint->unlisten(p.listenToken);
   }
   // Orphan the operations in flight: their callbacks then only free them.
-  if (!pending_.empty()) worker_->noteAbandoned();
   for (PendingOp* op : pending_) {
     op->owner = nullptr;
+    if (op->receive) {
+      op->orphanedFrom = worker_.get();  // counted until UCX lets go (the worker destructor)
+      worker_->orphanReceive(+1);
+    }
     op->request->complete(cancelled("the transport was closed"), 0);
     op->cancelReceives(worker_->handle());
   }
@@ -282,7 +285,6 @@ void UcxTransport::withdraw(PendingOp* op, const Status& why) {
   if (op->request->done()) return;
   op->request->complete(why, 0);
   ++completions_;
-  worker_->noteAbandoned();  // UCX still holds a part of it
   if (op->receive) {
     op->request->setLanding(true);  // until UCX calls back: the cancel may come too late
     op->cancelReceives(worker_->handle());

@@ -66,16 +66,6 @@ Result<std::shared_ptr<UcxWorker>> UcxWorker::create() {
 }
 
 UcxWorker::~UcxWorker() {
-  bool sawDeadPeer = false;
-  for (const auto& [address, endpoint] : endpoints_) sawDeadPeer |= !endpoint->failure().ok();
-  if (sawDeadPeer || abandoned_) {
-    // UCX 1.13 aborts in ucp_worker_destroy (ucp_ep.c:437, "proto_reqs" not empty) when a
-    // request was left in the middle of a protocol exchange (a peer died, or a revoked
-    // operation's receive was cancelled too late): it sits on an endpoint UCX made for the
-    // incoming connection, which no flush, cancel or forced close of ours can reach. Seen in
-    // most runs of the kill and revoke tests. Such a worker is left to the process's exit.
-    return;
-  }
   if (worker_ != nullptr) {
     std::vector<void*> closing;
     for (auto& [address, endpoint] : endpoints_) {
@@ -92,6 +82,17 @@ UcxWorker::~UcxWorker() {
         ucp_worker_progress(worker_);
       }
       ucp_request_free(request);
+    }
+    bool sawDeadPeer = false;
+    for (const auto& [address, endpoint] : endpoints_) sawDeadPeer |= !endpoint->failure().ok();
+    if (sawDeadPeer || orphanedReceives_ > 0) {
+      // UCX 1.13 aborts in ucp_worker_destroy (ucp_ep.c:437, "proto_reqs" not empty) when a
+      // request was left in the middle of a protocol exchange (a peer died, or a revoked
+      // operation's receive was cancelled too late): it sits on an endpoint UCX made for the
+      // incoming connection, which no flush, cancel or forced close of ours can reach. Seen in
+      // most runs of the kill and revoke tests. The endpoints to live peers were flushed and
+      // closed above; the worker itself is left to the process's exit.
+      return;
     }
     ucp_worker_destroy(worker_);
   }

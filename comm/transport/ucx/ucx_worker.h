@@ -65,9 +65,9 @@ class UcxWorker {
   // Closes (forcibly) and forgets every failed endpoint that no transport holds any more: the
   // dead members of an epoch that was left. Returns how many were closed.
   int closeFailedEndpoints();
-  // A request was given up while UCX still held it (cancelled mid-protocol, or orphaned by a
-  // closing transport): the worker is then left to process exit (see the destructor).
-  void noteAbandoned() { abandoned_ = true; }
+  // Receives of closed transports that UCX still holds (+1 when orphaned, -1 when UCX lets go):
+  // while any remain, the worker is left to process exit (see the destructor).
+  void orphanReceive(int delta) { orphanedReceives_ += delta; }
 
   // One round of progress; true when anything happened.
   bool progress();
@@ -85,7 +85,7 @@ class UcxWorker {
   ucp_worker_h worker_ = nullptr;
   int eventFd_ = -1;
   std::string address_;
-  bool abandoned_ = false;
+  int orphanedReceives_ = 0;
   std::map<std::string, std::shared_ptr<UcxEndpoint>> endpoints_;  // UcxEndpointTable
 };
 
