@@ -62,7 +62,9 @@ Result<rendezvous::EpochView> joinJob(rendezvous::RendezvousClient& client, int 
 Result<std::shared_ptr<rendezvous::RendezvousClient>> connectRendezvous(
     const CommOptions& options, const std::string& address, const std::string& job,
     const std::shared_ptr<detail::Engine>& engine, const std::shared_ptr<detail::JobWatch>& watch) {
-  auto self = std::make_shared<std::weak_ptr<rendezvous::RendezvousClient>>();
+  // The client itself, for the callbacks, which run on its own threads: a raw pointer, because
+  // a callback holding the last reference would make the client join its own thread.
+  auto self = std::make_shared<const rendezvous::RendezvousClient*>(nullptr);
   std::weak_ptr<detail::Engine> weakEngine = engine;
   rendezvous::ClientOptions client;
   client.address = address;
@@ -82,14 +84,10 @@ Result<std::shared_ptr<rendezvous::RendezvousClient>> connectRendezvous(
              !watch->failedEpoch.compare_exchange_weak(seen, event.epoch())) {
       }
     }
-    auto e = weakEngine.lock();
-    auto c = self->lock();
-    if (e && c) e->rendezvousEvent(c, event);
+    if (auto e = weakEngine.lock(); e && *self != nullptr) e->rendezvousEvent(*self, event);
   };
   client.onExpelled = [self, weakEngine](const Status& why) {
-    auto e = weakEngine.lock();
-    auto c = self->lock();
-    if (e && c) e->expelled(c, why);
+    if (auto e = weakEngine.lock(); e && *self != nullptr) e->expelled(*self, why);
   };
   auto created = rendezvous::RendezvousClient::create(client);
   if (!created.ok()) return created.status();
@@ -98,7 +96,7 @@ Result<std::shared_ptr<rendezvous::RendezvousClient>> connectRendezvous(
                                                          (void)c->leave();
                                                          delete c;
                                                        });
-  *self = shared;
+  *self = shared.get();
   return shared;
 }
 

@@ -67,22 +67,22 @@ class Engine {
   void closeLocked(CommState& comm);
   // Breaks every communicator of `epoch` of the job that `client` belongs to (world and split
   // children), as told from elsewhere: nobody else is told.
-  void revokeEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                         std::uint64_t epoch, const Status& why);
+  void revokeEpochLocked(const rendezvous::RendezvousClient* client, std::uint64_t epoch,
+                         const Status& why);
   // The rendezvous expelled this process from the job of `client`: every communicator of it
   // breaks for good.
-  void expelled(const std::shared_ptr<rendezvous::RendezvousClient>& client, const Status& why);
+  void expelled(const rendezvous::RendezvousClient* client, const Status& why);
   // reconfigure() left `epoch`: its communicators are revoked for good with `why`, also those
   // that had already failed (their error then says both), so that every later call says what to
   // do (split the reconfigured parent again).
-  void retireEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                         std::uint64_t epoch, const Status& why);
+  void retireEpochLocked(const rendezvous::RendezvousClient* client, std::uint64_t epoch,
+                         const Status& why);
   // Fault injection (drop-conn): every peer of every communicator of `client`'s job is
   // unreachable from here, and the rendezvous loses this member's watch stream.
-  void dropConnections(const std::shared_ptr<rendezvous::RendezvousClient>& client);
+  void dropConnections(rendezvous::RendezvousClient* client);
   // A membership event of the job that `client` belongs to: a member failed, or the epoch was
   // revoked. Breaks every communicator of that epoch.
-  void rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+  void rendezvousEvent(const rendezvous::RendezvousClient* client,
                        const rendezvous::v1::Event& event);
 
   // One round of progress if no other thread is making it; true when anything moved.

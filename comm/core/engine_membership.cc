@@ -39,20 +39,20 @@ void Engine::tellRendezvousLocked(const CommState& comm, const Status& why, std:
   });
 }
 
-void Engine::revokeEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                               std::uint64_t epoch, const Status& why) {
+void Engine::revokeEpochLocked(const rendezvous::RendezvousClient* client, std::uint64_t epoch,
+                               const Status& why) {
   for (const auto& weak : comms_) {
     auto comm = weak.lock();
-    if (!comm || comm->rendezvous != client || comm->epoch != epoch) continue;
+    if (!comm || comm->rendezvous.get() != client || comm->epoch != epoch) continue;
     breakLocked(*comm, why, 0, false);
   }
 }
 
-void Engine::retireEpochLocked(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                               std::uint64_t epoch, const Status& why) {
+void Engine::retireEpochLocked(const rendezvous::RendezvousClient* client, std::uint64_t epoch,
+                               const Status& why) {
   for (const auto& weak : comms_) {
     auto comm = weak.lock();
-    if (!comm || comm->rendezvous != client || comm->epoch != epoch) continue;
+    if (!comm || comm->rendezvous.get() != client || comm->epoch != epoch) continue;
     if (comm->broken.ok()) {
       breakLocked(*comm, why, 0, false);
     } else if (comm->broken.message().find(why.message()) == std::string::npos) {
@@ -64,25 +64,24 @@ void Engine::retireEpochLocked(const std::shared_ptr<rendezvous::RendezvousClien
   }
 }
 
-void Engine::dropConnections(const std::shared_ptr<rendezvous::RendezvousClient>& client) {
+void Engine::dropConnections(rendezvous::RendezvousClient* client) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     const Status lost(StatusCode::kPeerFailed, "connections dropped (fault injection)");
     for (const auto& weak : comms_) {
       auto comm = weak.lock();
-      if (!comm || comm->rendezvous != client || !comm->transport) continue;
+      if (!comm || comm->rendezvous.get() != client || !comm->transport) continue;
       for (int peer = 0; peer < comm->size; ++peer) {
         if (peer != comm->rank) comm->transport->failPeer(peer, lost);
       }
       breakLocked(*comm, lost, 0, false);  // nobody is told: nobody can be reached
     }
   }
-  if (client) client->dropWatchStream();
+  if (client != nullptr) client->dropWatchStream();
   wake();
 }
 
-void Engine::expelled(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                      const Status& why) {
+void Engine::expelled(const rendezvous::RendezvousClient* client, const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);
   // FTCOMM_EXIT_ON_EXPEL=1 (ftcomm-run sets it): a process the others went on without ends
   // itself, dump first, even when its application is stuck where no error can reach it.
@@ -98,12 +97,12 @@ void Engine::expelled(const std::shared_ptr<rendezvous::RendezvousClient>& clien
                           "): the others went on without it, so it must stop");
   for (const auto& weak : comms_) {
     auto comm = weak.lock();
-    if (comm && comm->rendezvous == client) breakLocked(*comm, fenced, 0, false);
+    if (comm && comm->rendezvous.get() == client) breakLocked(*comm, fenced, 0, false);
   }
   wake();
 }
 
-void Engine::rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+void Engine::rendezvousEvent(const rendezvous::RendezvousClient* client,
                              const rendezvous::pb::Event& event) {
   using Event = rendezvous::pb::Event;
   std::lock_guard<std::mutex> lock(mu_);
@@ -112,7 +111,7 @@ void Engine::rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>
                                                   " failed (" + event.reason() + ")");
     for (const auto& weak : comms_) {
       auto comm = weak.lock();
-      if (!comm || comm->rendezvous != client || comm->epoch != event.epoch()) continue;
+      if (!comm || comm->rendezvous.get() != client || comm->epoch != event.epoch()) continue;
       const auto it = std::find(comm->worldRanks.begin(), comm->worldRanks.end(), event.rank());
       if (comm->transport && it != comm->worldRanks.end()) {
         comm->transport->failPeer(static_cast<int>(it - comm->worldRanks.begin()), why);
@@ -134,7 +133,7 @@ void Engine::rendezvousEvent(const std::shared_ptr<rendezvous::RendezvousClient>
       const Status why = decodeNotice(notice.data(), notice.size(), sender, &seq);
       for (const auto& weak : comms_) {
         auto comm = weak.lock();
-        if (comm && comm->rendezvous == client && comm->epoch == event.epoch() &&
+        if (comm && comm->rendezvous.get() == client && comm->epoch == event.epoch() &&
             comm->parentId == 0)
           breakLocked(*comm, why, seq, false);
       }

@@ -117,7 +117,7 @@ Result<Reconfiguration> Communicator::reconfigure(const ReconfigureOptions& opti
   const std::shared_ptr<detail::CommState> old = state_;
   detail::FaultInjector::process().at("reconfigure", old->launchRank, old->id, old->epoch,
                                       old->epoch,
-                                      [&] { old->engine->dropConnections(old->rendezvous); });
+                                      [&] { old->engine->dropConnections(old->rendezvous.get()); });
   {
     std::lock_guard<std::mutex> lock(old->engine->mutex());
     if (old->aborted) return failedPrecondition("reconfigure: " + old->name + " was aborted");
@@ -137,7 +137,7 @@ Result<Reconfiguration> Communicator::reconfigure(const ReconfigureOptions& opti
   {
     std::lock_guard<std::mutex> lock(old->engine->mutex());
     old->engine->retireEpochLocked(
-        old->rendezvous, old->epoch,
+        old->rendezvous.get(), old->epoch,
         Status(StatusCode::kRevoked, "epoch " + std::to_string(old->epoch) +
                                          " was left by reconfigure(); split children of it are "
                                          "gone for good: split the reconfigured parent again"));

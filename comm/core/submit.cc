@@ -33,7 +33,7 @@ void injectFault(const std::shared_ptr<CommState>& comm, const char* name, NextS
     seq = nextSeq();
   }
   injector.at(name, comm->launchRank, comm->id, comm->epoch, seq,
-              [&] { comm->engine->dropConnections(comm->rendezvous); });
+              [&] { comm->engine->dropConnections(comm->rendezvous.get()); });
 }
 
 // A call that ends before it starts.

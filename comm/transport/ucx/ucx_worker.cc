@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace ftcomm::ucx {
 
@@ -67,6 +68,14 @@ Result<std::shared_ptr<UcxWorker>> UcxWorker::create() {
 
 UcxWorker::~UcxWorker() {
   if (worker_ != nullptr) {
+    // Protocol replies this process still owes (a rendezvous receive's acknowledgement goes out
+    // on an endpoint UCX made for the incoming connection, which the closes below do not
+    // flush): without them a peer whose large send this process just received sees the send
+    // fail when the connection closes, and takes this process for dead.
+    const auto grace = Clock::now() + std::chrono::milliseconds(50);
+    while (Clock::now() < grace) {
+      if (ucp_worker_progress(worker_) == 0) std::this_thread::yield();
+    }
     std::vector<void*> closing;
     for (auto& [address, endpoint] : endpoints_) {
       ucp_request_param_t param{};
