@@ -129,31 +129,6 @@ Result<std::shared_ptr<UcxEndpoint>> UcxWorker::endpoint(const std::string& addr
   return endpoint;
 }
 
-int UcxWorker::closeFailedEndpoints() {
-  int closed = 0;
-  for (auto it = endpoints_.begin(); it != endpoints_.end();) {
-    const auto& endpoint = it->second;
-    if (endpoint->failure().ok() || endpoint.use_count() > 1) {
-      ++it;
-      continue;
-    }
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    void* request = ucp_ep_close_nbx(endpoint->ep_, &param);
-    if (UCS_PTR_IS_PTR(request)) {
-      // A forced close completes locally; a few rounds of progress are enough.
-      for (int i = 0; i < 1000 && ucp_request_check_status(request) == UCS_INPROGRESS; ++i) {
-        ucp_worker_progress(worker_);
-      }
-      ucp_request_free(request);
-    }
-    it = endpoints_.erase(it);
-    ++closed;
-  }
-  return closed;
-}
-
 bool UcxWorker::progress() {
   bool any = false;
   while (ucp_worker_progress(worker_) != 0) any = true;

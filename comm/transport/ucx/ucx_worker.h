@@ -62,9 +62,6 @@ class UcxWorker {
 
   // The endpoint to the worker at `address`, connected on first use.
   Result<std::shared_ptr<UcxEndpoint>> endpoint(const std::string& address);
-  // Closes (forcibly) and forgets every failed endpoint that no transport holds any more: the
-  // dead members of an epoch that was left. Returns how many were closed.
-  int closeFailedEndpoints();
   // Receives of closed transports that UCX still holds (+1 when orphaned, -1 when UCX lets go):
   // while any remain, the worker is left to process exit (see the destructor).
   void orphanReceive(int delta) { orphanedReceives_ += delta; }
