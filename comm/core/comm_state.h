@@ -53,6 +53,10 @@ class CommState {
   std::vector<std::uint16_t> channels;   // every member's, by rank
   std::chrono::milliseconds opTimeout{300000};
   std::unique_ptr<transport::Transport> transport;
+  // The epoch's shared-memory domain (null under FTCOMM_TRANSPORT=ucx, or with no member on this
+  // host), shared by the world and its split children; each rank's member of it.
+  std::shared_ptr<shm::ShmDomain> shm;
+  std::vector<int> shmMembers;
 
   // Mutable under the engine's mutex.
   std::uint64_t collectiveSeq = 0;

@@ -151,6 +151,9 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
         "FTCOMM_MIN_WORLD_SIZE, FTCOMM_RECONFIGURE_TIMEOUT_MS and FTCOMM_AGREEMENT_TIMEOUT_MS must "
         "be positive numbers");
   }
+  auto transportMode = detail::transportModeFromEnv();
+  if (!transportMode.ok()) return transportMode.status();
+  world.transport = *transportMode;
   world.reconfigureTimeout = std::chrono::milliseconds(reconfigureMs);
   world.agreementTimeout = std::chrono::milliseconds(agreementMs);
   auto client = connectRendezvous(options, address, job, *engine, world.watch);

@@ -71,15 +71,34 @@ void Engine::run() {
     auto until = Clock::now() + std::chrono::seconds(1);
     for (const auto& op : ops_) until = std::min(until, op->failing ? op->settleBy : op->deadline);
     if (!worker_->arm()) continue;  // events arrived meanwhile: progress first
+    // Shared memory: the peers wake this thread through wakeFd_ once marked asleep; their exits
+    // show on their pidfds.
+    std::vector<pollfd> fds = {{worker_->eventFd(), POLLIN, 0}, {wakeFd_, POLLIN, 0}};
+    std::vector<std::shared_ptr<shm::ShmDomain>> domains;
+    bool arrived = false;
+    for (const auto& weak : domains_) {
+      auto domain = weak.lock();
+      if (!domain) continue;
+      const int limit = domain->arm();
+      arrived |= limit == 0;
+      if (limit > 0) until = std::min(until, Clock::now() + std::chrono::milliseconds(limit));
+      domain->pollFds(fds);
+      domains.push_back(std::move(domain));
+    }
+    if (arrived) continue;
     sleepingUntil_ = until;
     lock.unlock();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
-    pollfd fds[2] = {{worker_->eventFd(), POLLIN, 0}, {wakeFd_, POLLIN, 0}};
-    ::poll(fds, 2, static_cast<int>(std::max<long long>(left.count() + 1, 0)));
+    ::poll(fds.data(), fds.size(), static_cast<int>(std::max<long long>(left.count() + 1, 0)));
     std::uint64_t drained = 0;
     [[maybe_unused]] ssize_t n = ::read(wakeFd_, &drained, sizeof drained);
     lock.lock();
     sleepingUntil_ = {};
+    // A pidfd that fired: its process exited. Each domain looks for its own.
+    for (std::size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      for (const auto& domain : domains) domain->polled(fds[i]);
+    }
   }
 }
 
@@ -109,8 +128,21 @@ void Engine::attachLocked(const std::shared_ptr<CommState>& comm) {
   }
 }
 
+void Engine::addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain) {
+  domains_.push_back(domain);
+}
+
 bool Engine::pollLocked() {
   bool moved = worker_->progress();
+  for (auto it = domains_.begin(); it != domains_.end();) {
+    auto domain = it->lock();
+    if (!domain) {
+      it = domains_.erase(it);
+      continue;
+    }
+    moved |= domain->progress();
+    ++it;
+  }
   for (auto it = comms_.begin(); it != comms_.end();) {
     auto comm = it->lock();
     if (!comm) {

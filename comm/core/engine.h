@@ -28,6 +28,7 @@
 #include "core/operation.h"
 #include "core/outbox.h"
 #include "ftcomm/status.h"
+#include "transport/shm/shm_domain.h"
 #include "transport/ucx/ucx_worker.h"
 
 namespace ftcomm::rendezvous {
@@ -85,6 +86,11 @@ class Engine {
   void rendezvousEvent(const rendezvous::RendezvousClient* client,
                        const rendezvous::v1::Event& event);
 
+  // The shared-memory domain of a new epoch: progressed with the rest, its peers watched.
+  void addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain);
+  // The eventfd the progress thread sleeps on (shared-memory peers write to it).
+  int wakeFd() const { return wakeFd_; }
+
   // One round of progress if no other thread is making it; true when anything moved.
   bool tryProgress();
 
@@ -112,6 +118,7 @@ class Engine {
   std::string address_;
   std::list<std::unique_ptr<Operation>> ops_;
   std::vector<std::weak_ptr<CommState>> comms_;
+  std::vector<std::weak_ptr<shm::ShmDomain>> domains_;
   std::uint32_t nextChannel_ = 1;  // channel 0 is never a communicator's
   int wakeFd_ = -1;
   bool stopping_ = false;

@@ -1,11 +1,11 @@
 #include "core/epoch.h"
 
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include "core/submit.h"
 #include "recorder/flight_recorder.h"
-#include "transport/ucx/ucx_transport.h"
 
 namespace ftcomm::detail {
 
@@ -21,13 +21,20 @@ Status epochFailed(const WorldIdentity& world, std::uint64_t epoch) {
                                              "being set up");
 }
 
-// Every member's receive channel for the epoch, by rank.
-Result<std::vector<std::uint16_t>> exchangeChannels(const WorldIdentity& world, std::uint64_t epoch,
-                                                    int rank, int size, std::uint16_t mine,
-                                                    Clock::time_point deadline) {
+// What each member publishes for an epoch: its receive channel and its shared-memory offer.
+struct Published {
+  std::vector<std::uint16_t> channels;
+  std::vector<std::optional<shm::ShmOffer>> offers;
+};
+
+// Every member's receive channel and offer for the epoch, by rank.
+Result<Published> exchangeChannels(const WorldIdentity& world, std::uint64_t epoch, int rank,
+                                   int size, std::uint16_t mine, const std::string& offer,
+                                   Clock::time_point deadline) {
   rendezvous::RendezvousClient& client = *world.rendezvous;
   const std::string prefix = "ftcomm/channel/" + std::to_string(epoch) + "/";
-  FTCOMM_RETURN_IF_ERROR(client.kvSet(prefix + std::to_string(rank), std::to_string(mine)));
+  FTCOMM_RETURN_IF_ERROR(client.kvSet(prefix + std::to_string(rank),
+                                      std::to_string(mine) + " " + offer));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(prefix + std::to_string(r));
   // In short slices: a member that died before publishing must not hold the others until the
@@ -39,16 +46,33 @@ Result<std::vector<std::uint16_t>> exchangeChannels(const WorldIdentity& world, 
     published = client.kvWait(keys, std::min(timeLeft(deadline), kSlice));
   }
   if (!published.ok()) return published.status();
-  std::vector<std::uint16_t> channels;
+  Published result;
   for (const std::string& value : *published) {
     char* end = nullptr;
     const unsigned long parsed = std::strtoul(value.c_str(), &end, 10);
-    if (*end != '\0' || parsed == 0 || parsed > 0xffff) {
+    if (*end != ' ' || parsed == 0 || parsed > 0xffff) {
       return internalError("a malformed channel in the rendezvous: '" + value + "'");
     }
-    channels.push_back(static_cast<std::uint16_t>(parsed));
+    result.channels.push_back(static_cast<std::uint16_t>(parsed));
+    auto decoded = shm::ShmOffer::decode(end + 1);
+    if (!decoded.ok()) return decoded.status();
+    result.offers.push_back(std::move(decoded).value());
   }
-  return channels;
+  return result;
+}
+
+// This epoch's shared-memory domain, connected to the members on this host; null under
+// FTCOMM_TRANSPORT=ucx or when no other member is here.
+Result<std::shared_ptr<shm::ShmDomain>> connectDomain(const WorldIdentity& world,
+                                                      std::shared_ptr<shm::ShmDomain> domain,
+                                                      const Published& published) {
+  if (!domain) return domain;
+  const bool required = world.transport == TransportMode::kShm;
+  FTCOMM_RETURN_IF_ERROR(domain->connect(published.offers, required));
+  for (int m = 0; m < domain->size(); ++m) {
+    if (m != domain->rank() && domain->local(m)) return domain;
+  }
+  return required ? domain : nullptr;
 }
 
 // One message between every pair, so that every endpoint is wired up before the epoch is used.
@@ -99,16 +123,29 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
   auto channel = world.engine->allocateChannel();
   if (!channel.ok()) return channel.status();
   state->channel = *channel;
-  auto channels =
-      exchangeChannels(world, state->epoch, state->rank, state->size, state->channel, deadline);
-  if (!channels.ok()) return channels.status();
-  state->channels = std::move(channels).value();
+  std::shared_ptr<shm::ShmDomain> domain;
+  if (world.transport != TransportMode::kUcx) {
+    auto created = shm::ShmDomain::create(state->rank, state->size, state->epoch,
+                                          world.engine->wakeFd());
+    if (!created.ok()) return created.status();
+    domain = std::move(created).value();
+  }
+  auto published = exchangeChannels(world, state->epoch, state->rank, state->size,
+                                    state->channel, domain ? domain->offer().encode() : "none",
+                                    deadline);
+  if (!published.ok()) return published.status();
+  state->channels = published->channels;
+  auto connected = connectDomain(world, std::move(domain), *published);
+  if (!connected.ok()) return connected.status();
+  state->shm = std::move(connected).value();
+  for (int r = 0; r < state->size; ++r) state->shmMembers.push_back(r);
   {
     std::lock_guard<std::mutex> lock(world.engine->mutex());
-    auto connected = ucx::UcxTransport::connect(world.engine->workerLocked(), state->rank,
-                                                state->addresses, state->channels);
-    if (!connected.ok()) return connected.status();
-    state->transport = std::move(connected).value();
+    auto transport = makeTransportLocked(*world.engine, state->shm, state->shmMembers, state->rank,
+                                         state->addresses, state->channels);
+    if (!transport.ok()) return transport.status();
+    state->transport = std::move(transport).value();
+    if (state->shm) world.engine->addDomainLocked(state->shm);
     world.engine->attachLocked(state);
     if (Status failed = epochFailed(world, state->epoch); !failed.ok()) {
       world.engine->breakLocked(*state, failed, 0, false);
@@ -121,6 +158,11 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
     std::lock_guard<std::mutex> lock(world.engine->mutex());
     world.engine->closeLocked(*state);
     return s;
+  }
+  // Every member has mapped this process's segment (it sent its wire-up message after).
+  if (state->shm) {
+    std::lock_guard<std::mutex> lock(world.engine->mutex());
+    state->shm->sealed();
   }
   return state;
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/comm_state.h"
+#include "core/transport_choice.h"
 #include "rendezvous/client.h"
 
 namespace ftcomm::detail {
@@ -36,6 +37,7 @@ struct WorldIdentity {
   // One agreement round's wait for every live member to call in; then the members that did not
   // (hung, yet heartbeating) are reported failed and the others agree without them.
   std::chrono::milliseconds agreementTimeout{10000};
+  TransportMode transport = TransportMode::kAuto;
 };
 
 // A connected, wired-up state for `view`, attached to the engine and known to the recorder.

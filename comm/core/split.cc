@@ -10,7 +10,7 @@
 #include "core/hash.h"
 #include "core/pending.h"
 #include "core/submit.h"
-#include "transport/ucx/ucx_transport.h"
+#include "core/transport_choice.h"
 
 namespace ftcomm {
 
@@ -96,6 +96,7 @@ class PendingSplit final : public PendingCommunicator::Impl {
                                 static_cast<std::uint64_t>(field(members.front(), 2))) |
                 1;
     child->epoch = parent_->epoch;
+    child->shm = parent_->shm;
     child->size = static_cast<int>(members.size());
     child->channel = proposed_;
     child->opTimeout = parent_->opTimeout;
@@ -107,13 +108,14 @@ class PendingSplit final : public PendingCommunicator::Impl {
       child->worldRanks.push_back(parent_->worldRanks[static_cast<std::size_t>(p)]);
       child->addresses.push_back(parent_->addresses[static_cast<std::size_t>(p)]);
       child->channels.push_back(static_cast<std::uint16_t>(field(p, 2)));
+      if (parent_->shm) child->shmMembers.push_back(parent_->shmMembers[static_cast<std::size_t>(p)]);
     }
     {
       std::lock_guard<std::mutex> lock(parent_->engine->mutex());
-      auto connected = ucx::UcxTransport::connect(parent_->engine->workerLocked(), child->rank,
-                                                  child->addresses, child->channels);
-      if (!connected.ok()) return connected.status();
-      child->transport = std::move(connected).value();
+      auto transport = detail::makeTransportLocked(*parent_->engine, child->shm, child->shmMembers,
+                                                   child->rank, child->addresses, child->channels);
+      if (!transport.ok()) return transport.status();
+      child->transport = std::move(transport).value();
       parent_->engine->attachLocked(child);
     }
     child->registerWithRecorder();

@@ -30,6 +30,28 @@ bool signaturesAgree(const OpSignature& expected, const OpSignature& got) {
   return expected == got;
 }
 
+Status checkMessage(int self, int peer, const OpSignature& expected, std::size_t capacity,
+                    const OpSignature& got, std::size_t payload) {
+  const std::string who = "rank " + std::to_string(peer);
+  if (!signaturesAgree(expected, got)) {
+    return Status(StatusCode::kMismatch, who + " called " + describe(got) + " where rank " +
+                                             std::to_string(self) + " called " + describe(expected));
+  }
+  if (payload > capacity) {
+    return Status(StatusCode::kMismatch, "a message from " + who + " is longer than the " +
+                                             std::to_string(capacity) + "-byte receive buffer of " +
+                                             describe(expected));
+  }
+  const bool exact = expected.kind != OpKind::kPointToPoint && expected.kind != OpKind::kControl;
+  if (exact && payload != capacity) {
+    return Status(StatusCode::kMismatch, who + " sent " + std::to_string(payload) +
+                                             " bytes where rank " + std::to_string(self) +
+                                             " expects " + std::to_string(capacity) + " in " +
+                                             describe(expected));
+  }
+  return Status::Ok();
+}
+
 std::string describe(const OpSignature& s) {
   const auto kind = static_cast<std::size_t>(s.kind);
   std::string text = kind < kKindNames.size() ? kKindNames[kind] : "op#" + std::to_string(kind);

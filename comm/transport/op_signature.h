@@ -7,8 +7,11 @@
 // Thread-safety: values only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "ftcomm/status.h"
 
 namespace ftcomm::transport {
 
@@ -49,6 +52,12 @@ static_assert(sizeof(OpSignature) == 24, "OpSignature is sent as it is laid out"
 // collective's message must fill its receive exactly (allToAllV's counts differ per pair, so
 // they are checked there), a point-to-point one may be shorter but not longer (truncation).
 bool signaturesAgree(const OpSignature& expected, const OpSignature& got);
+
+// Why a message of `payload` bytes that `peer` signed `got` cannot complete the receive of
+// `capacity` bytes that rank `self` posted as `expected` (Mismatch); Ok when it can. Collective
+// messages must fill the receive exactly, point-to-point ones may be shorter.
+Status checkMessage(int self, int peer, const OpSignature& expected, std::size_t capacity,
+                    const OpSignature& got, std::size_t payload);
 
 // "allReduce(count=8, float32, sum)", "broadcast(count=1, int8, root=2)".
 std::string describe(const OpSignature& signature);

@@ -192,21 +192,8 @@ Status UcxTransport::checkReceived(const PendingOp& op, std::size_t bytes) const
     return Status(StatusCode::kMismatch, "a malformed message from " + who + " (" +
                                              std::to_string(bytes) + " bytes, no ftcomm header)");
   }
-  const transport::OpSignature& theirs = op.header.signature;
-  if (!transport::signaturesAgree(op.signature, theirs)) {
-    return Status(StatusCode::kMismatch, who + " called " + transport::describe(theirs) +
-                                             " where rank " + std::to_string(rank_) + " called " +
-                                             transport::describe(op.signature));
-  }
-  const std::size_t payload = bytes - sizeof(WireHeader);
-  if (op.signature.kind != transport::OpKind::kPointToPoint &&
-      op.signature.kind != transport::OpKind::kControl && payload != op.bytes) {
-    return Status(StatusCode::kMismatch, who + " sent " + std::to_string(payload) +
-                                             " bytes where rank " + std::to_string(rank_) +
-                                             " expects " + std::to_string(op.bytes) + " in " +
-                                             transport::describe(op.signature));
-  }
-  return Status::Ok();
+  return transport::checkMessage(rank_, op.peer, op.signature, op.bytes, op.header.signature,
+                                 bytes - sizeof(WireHeader));
 }
 
 void UcxTransport::finish(PendingOp* op) {

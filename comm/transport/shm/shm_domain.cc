@@ -1,0 +1,234 @@
+#include "transport/shm/shm_domain.h"
+
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "transport/shm/shm_op.h"
+
+namespace ftcomm::shm {
+namespace {
+
+constexpr auto kPidCheckInterval = std::chrono::milliseconds(10);
+
+std::string errnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Whether the process of `pidfd` exited, or does within a moment: a process on its way out has
+// lost its descriptors (pidfd_getfd and /proc/<pid>/fd fail) before its pidfd says so.
+bool exited(int pidfd) {
+  pollfd fd{pidfd, POLLIN, 0};
+  return ::poll(&fd, 1, 200) > 0;
+}
+
+}  // namespace
+
+std::string ShmOffer::encode() const {
+  return "shm1 " + host + " " + std::to_string(pid) + " " + std::to_string(segmentFd) + " " +
+         std::to_string(wakeFd);
+}
+
+Result<std::optional<ShmOffer>> ShmOffer::decode(const std::string& text) {
+  if (text == "none") return std::optional<ShmOffer>();
+  std::istringstream in(text);
+  std::string version;
+  ShmOffer offer;
+  if (!(in >> version >> offer.host >> offer.pid >> offer.segmentFd >> offer.wakeFd) ||
+      version != "shm1" || offer.pid <= 0 || offer.segmentFd < 0 || offer.wakeFd < 0) {
+    return internalError("a malformed shared-memory offer in the rendezvous: '" + text + "'");
+  }
+  return std::optional<ShmOffer>(std::move(offer));
+}
+
+std::string localHostKey() {
+  std::ifstream bootId("/proc/sys/kernel/random/boot_id");
+  std::string boot;
+  std::getline(bootId, boot);
+  char ns[64] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  std::string key = (boot.empty() ? "unknown-boot" : boot) + "/" + (n > 0 ? ns : "unknown-ns");
+  for (char& c : key) {
+    if (c == ' ') c = '_';
+  }
+  return key;
+}
+
+ShmDomain::ShmDomain(int rank, int size, std::uint64_t epoch, int wakeFd, ShmGeometry geometry)
+    : rank_(rank), epoch_(epoch), ownWakeFd_(wakeFd), geometry_(geometry),
+      peers_(static_cast<std::size_t>(size)) {}
+
+Result<std::shared_ptr<ShmDomain>> ShmDomain::create(int rank, int size, std::uint64_t epoch,
+                                                     int wakeFd, ShmGeometry geometry) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return invalidArgument("shared-memory domain: rank " + std::to_string(rank) + " of " +
+                           std::to_string(size));
+  }
+  if (geometry.eagerBytes + kRecordAlign > geometry.ringBytes / 2) {
+    return invalidArgument("shared-memory domain: eager messages must fit twice in a ring");
+  }
+  std::shared_ptr<ShmDomain> domain(new ShmDomain(rank, size, epoch, wakeFd, geometry));
+  auto segment = Segment::create(rank, size, geometry.ringBytes, epoch);
+  if (!segment.ok()) return segment.status();
+  domain->own_ = std::move(segment).value();
+  Peer& self = domain->peers_[static_cast<std::size_t>(rank)];
+  self.local = true;
+  self.pid = ::getpid();
+  self.out = RingWriter(&domain->own_, rank);
+  self.in = RingReader(&domain->own_, rank);
+  return domain;
+}
+
+ShmDomain::~ShmDomain() {
+  for (auto& [request, op] : ops_) {
+    op->request->complete(cancelled("the shared-memory domain was closed"), 0);
+    op->request->setLanding(false);
+  }
+  for (Peer& peer : peers_) {
+    for (Op* op : peer.outbox) {
+      if (!op->request) delete op;
+    }
+    if (peer.pidfd >= 0) ::close(peer.pidfd);
+    if (peer.wakeFd >= 0) ::close(peer.wakeFd);
+  }
+  for (auto& [request, op] : ops_) delete op;
+}
+
+ShmOffer ShmDomain::offer() const {
+  return ShmOffer{localHostKey(), ::getpid(), own_.fd(), ownWakeFd_};
+}
+
+Status ShmDomain::connect(const std::vector<std::optional<ShmOffer>>& offers, bool requireAll) {
+  if (offers.size() != peers_.size()) {
+    return invalidArgument("shared-memory domain: " + std::to_string(offers.size()) +
+                           " offers for " + std::to_string(peers_.size()) + " members");
+  }
+  const std::string host = localHostKey();
+  for (int m = 0; m < size(); ++m) {
+    if (m == rank_) continue;
+    const auto& offer = offers[static_cast<std::size_t>(m)];
+    const std::string who = "rank " + std::to_string(m);
+    if (!offer || offer->host != host) {
+      if (!requireAll) continue;
+      return failedPrecondition("FTCOMM_TRANSPORT=shm, but " + who +
+                                (offer ? " is on another host" : " does not offer shared memory"));
+    }
+    Peer& peer = peers_[static_cast<std::size_t>(m)];
+    peer.pid = offer->pid;
+    const std::string hint = " (FTCOMM_TRANSPORT=ucx avoids shared memory)";
+    peer.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, offer->pid, 0));
+    if (peer.pidfd < 0) {
+      if (errno == ESRCH) {
+        return Status(StatusCode::kPeerFailed, who + " (pid " + std::to_string(offer->pid) +
+                                                   ") exited before the epoch came up");
+      }
+      return unavailable(errnoText("pidfd_open of " + who) + hint);
+    }
+    // A member that dies meanwhile is a failed member (another agreement round), not a setup
+    // error.
+    const Status gone(StatusCode::kPeerFailed, who + " failed: its process (pid " +
+                                                   std::to_string(offer->pid) +
+                                                   ") exited while the epoch came up");
+    peer.wakeFd = static_cast<int>(::syscall(SYS_pidfd_getfd, peer.pidfd, offer->wakeFd, 0));
+    if (peer.wakeFd < 0) {
+      return exited(peer.pidfd) ? gone : unavailable(errnoText("pidfd_getfd of " + who) + hint);
+    }
+    auto segment = Segment::open(offer->pid, offer->segmentFd, m, size(), epoch_);
+    if (!segment.ok()) {
+      if (exited(peer.pidfd)) return gone;
+      return Status(segment.status().code(),
+                    "mapping the segment of " + who + ": " + segment.status().message() + hint);
+    }
+    peer.segment = std::move(segment).value();
+    peer.out = RingWriter(&peer.segment, rank_);
+    peer.in = RingReader(&own_, m);
+    peer.local = true;
+  }
+  return Status::Ok();
+}
+
+void ShmDomain::failPeer(int m, const Status& why) {
+  if (m < 0 || m >= size()) return;
+  Peer& peer = peers_[static_cast<std::size_t>(m)];
+  if (!peer.failure.ok()) return;
+  peer.failure = why.ok() ? Status(StatusCode::kPeerFailed, "rank " + std::to_string(m) + " failed")
+                          : why;
+  std::vector<Op*> doomed(peer.posted.begin(), peer.posted.end());
+  doomed.insert(doomed.end(), peer.outbox.begin(), peer.outbox.end());
+  for (auto& [id, op] : peer.awaitingFin) doomed.push_back(op);
+  peer.posted.clear();
+  peer.outbox.clear();
+  peer.awaitingFin.clear();
+  peer.unexpected.clear();
+  for (Op* op : doomed) {
+    if (op->request) {
+      complete(op, peer.failure, 0);
+      op->request->setLanding(false);
+    }
+    destroy(op);
+  }
+}
+
+void ShmDomain::checkPidfds() {
+  std::vector<pollfd> fds;
+  pollFds(fds);
+  if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) return;
+  for (const pollfd& fd : fds) polled(fd);
+}
+
+void ShmDomain::pollFds(std::vector<pollfd>& fds) const {
+  for (const Peer& peer : peers_) {
+    if (peer.pidfd >= 0 && peer.failure.ok()) fds.push_back({peer.pidfd, POLLIN, 0});
+  }
+}
+
+void ShmDomain::polled(const pollfd& fd) {
+  if ((fd.revents & (POLLIN | POLLHUP | POLLERR)) == 0) return;
+  for (int m = 0; m < size(); ++m) {
+    const Peer& peer = peers_[static_cast<std::size_t>(m)];
+    if (peer.pidfd != fd.fd || !peer.failure.ok()) continue;
+    failPeer(m, Status(StatusCode::kPeerFailed, "rank " + std::to_string(m) +
+                                                    " failed: its process (pid " +
+                                                    std::to_string(peer.pid) + ") exited"));
+  }
+}
+
+int ShmDomain::arm() {
+  own_.header().sleeping.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  int limit = -1;
+  for (const Peer& peer : peers_) {
+    if (!peer.local || !peer.failure.ok()) continue;
+    if (!peer.in.empty()) return 0;
+    // Nobody wakes a sender when its peer makes room: look again soon.
+    if (!peer.outbox.empty()) limit = 1;
+  }
+  return limit;
+}
+
+void ShmDomain::wakeOwner(Peer& peer) {
+  if (peer.wakeFd < 0 || !peer.out.ownerSleeping()) return;
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(peer.wakeFd, &one, sizeof one);
+}
+
+bool ShmDomain::progress() {
+  bool moved = false;
+  const auto now = transport::Clock::now();
+  if (now >= nextPidCheck_) {
+    nextPidCheck_ = now + kPidCheckInterval;
+    checkPidfds();
+  }
+  for (int m = 0; m < size(); ++m) {
+    Peer& peer = peers_[static_cast<std::size_t>(m)];
+    if (!peer.local || !peer.failure.ok()) continue;
+    if (!peer.outbox.empty()) moved |= flushOutbox(peer);
+    moved |= drainInbox(m);
+  }
+  return moved;
+}
+
+}  // namespace ftcomm::shm
