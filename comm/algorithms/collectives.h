@@ -38,4 +38,16 @@ std::unique_ptr<CollectiveTask> makeRingAllGatherV(transport::Transport& transpo
 std::unique_ptr<CollectiveTask> makePairwiseAllToAllV(transport::Transport& transport,
                                                       const CollectiveArgs& args);
 
+// Shared memory only (algorithms/direct/): the peers' buffers are read, not sent.
+std::unique_ptr<CollectiveTask> makeDirectAllReduce(transport::Transport& transport,
+                                                    const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeDirectBroadcast(transport::Transport& transport,
+                                                    const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeDirectAllGather(transport::Transport& transport,
+                                                    const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeDirectReduceScatter(transport::Transport& transport,
+                                                        const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeDirectAllToAll(transport::Transport& transport,
+                                                   const CollectiveArgs& args);
+
 }  // namespace ftcomm::algorithms

@@ -48,6 +48,23 @@ const std::array kAlgorithms{
     AlgorithmInfo{Collective::kAllGatherV, "ring",
                   "each rank's block, of its own size, once around a ring; n-1 steps",
                   &makeRingAllGatherV},
+    AlgorithmInfo{Collective::kAllReduce, "direct",
+                  "each rank reduces its slice straight from the peers' buffers, then reads "
+                  "theirs; shared memory only",
+                  &makeDirectAllReduce, true},
+    AlgorithmInfo{Collective::kBroadcast, "direct",
+                  "every rank reads the root's buffer; shared memory only", &makeDirectBroadcast,
+                  true},
+    AlgorithmInfo{Collective::kAllGather, "direct",
+                  "every rank reads each peer's block; shared memory only", &makeDirectAllGather,
+                  true},
+    AlgorithmInfo{Collective::kReduceScatter, "direct",
+                  "each rank reduces its block straight from the peers' inputs; shared memory "
+                  "only",
+                  &makeDirectReduceScatter, true},
+    AlgorithmInfo{Collective::kAllToAll, "direct",
+                  "each rank reads its block from every peer's input; shared memory only",
+                  &makeDirectAllToAll, true},
     AlgorithmInfo{Collective::kAllToAllV, "pairwise",
                   "step s pairs rank r with r+s and r-s, blocks of any size; n-1 steps",
                   &makePairwiseAllToAllV},
@@ -58,6 +75,8 @@ const std::array kAlgorithms{
 // Rabenseifner's log steps win; above, the ring's neighbour-only traffic does.
 constexpr std::size_t kAllReduceSmallBytes = 64 * 1024;
 constexpr std::size_t kAllReduceMediumBytes = 4 << 20;
+// From here, with every peer on this host, reading the peers' buffers beats messages.
+constexpr std::size_t kDirectBytes = 32 * 1024;
 constexpr std::size_t kAllGatherSmallBytes = 64 * 1024;  // the bytes of the whole result
 
 // The variable that names a collective's algorithm, by Collective's value.
@@ -87,16 +106,27 @@ const AlgorithmInfo* findAlgorithm(Collective collective, std::string_view name)
   return nullptr;
 }
 
-Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t bytes, int ranks) {
+Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t bytes, int ranks,
+                                             bool peersReadable) {
   const char* variable = environmentVariable(collective);
   if (const char* chosen = std::getenv(variable); chosen != nullptr && *chosen != '\0') {
-    if (const AlgorithmInfo* algorithm = findAlgorithm(collective, chosen)) return algorithm;
+    if (const AlgorithmInfo* algorithm = findAlgorithm(collective, chosen)) {
+      if (algorithm->readsPeers && !peersReadable && ranks > 1) {
+        return invalidArgument(std::string(variable) + "=" + chosen +
+                               " reads the peers' memory: it needs every member on this host, "
+                               "over shared memory");
+      }
+      return algorithm;
+    }
     std::string known;
     for (const auto& algorithm : kAlgorithms) {
       if (algorithm.collective == collective) known += " " + std::string(algorithm.name);
     }
     return invalidArgument(std::string(variable) + "=" + chosen +
                            " names no algorithm; known:" + known);
+  }
+  if (peersReadable && ranks > 1 && bytes >= kDirectBytes) {
+    if (const AlgorithmInfo* direct = findAlgorithm(collective, "direct")) return direct;
   }
   if (collective == Collective::kAllReduce) {
     const char* name = bytes <= kAllReduceSmallBytes || ranks <= 2 ? "recursive_doubling"

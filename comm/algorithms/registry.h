@@ -33,13 +33,17 @@ struct AlgorithmInfo {
   std::string_view name;
   std::string_view description;
   TaskFactory make;
+  // Reads the peers' memory (Transport::readPeer): only where the transport can.
+  bool readsPeers = false;
 };
 
 std::span<const AlgorithmInfo> allAlgorithms();
 const AlgorithmInfo* findAlgorithm(Collective collective, std::string_view name);
 
 // The algorithm for a call: the one named by FTCOMM_ALGO_<COLLECTIVE> if set (an unknown name is
-// an error naming the known ones), else the default for the message size.
-Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t bytes, int ranks);
+// an error naming the known ones), else the default for the message size. `peersReadable`: the
+// transport reads every peer's memory (Transport::readPeer), so the direct algorithms apply.
+Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t bytes, int ranks,
+                                             bool peersReadable = false);
 
 }  // namespace ftcomm::algorithms

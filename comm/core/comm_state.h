@@ -57,6 +57,8 @@ class CommState {
   // host), shared by the world and its split children; each rank's member of it.
   std::shared_ptr<shm::ShmDomain> shm;
   std::vector<int> shmMembers;
+  // The transport reads every peer's memory: the direct algorithms apply. Set at creation.
+  bool peersReadable = false;
 
   // Mutable under the engine's mutex.
   std::uint64_t collectiveSeq = 0;

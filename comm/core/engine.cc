@@ -22,6 +22,10 @@ const transport::OpSignature kControlSignature{transport::OpKind::kControl};
 // (Transport::settled) before its buffers are given back anyway.
 constexpr std::chrono::milliseconds kSettleTime{5000};
 constexpr std::chrono::milliseconds kPollSlice{1};
+// How long after a waiting thread stopped polling the progress thread still counts on it to be
+// back soon (the next operation of a tight loop), so that shared-memory peers do not wake it for
+// every message (Engine::beginSpin).
+constexpr std::chrono::microseconds kSpinGrace{200};
 
 }  // namespace
 
@@ -70,6 +74,7 @@ void Engine::run() {
     if (pollLocked()) continue;
     auto until = Clock::now() + std::chrono::seconds(1);
     for (const auto& op : ops_) until = std::min(until, op->failing ? op->settleBy : op->deadline);
+    if (!releaseSpinLocked(Clock::now(), until)) continue;
     if (!worker_->arm()) continue;  // events arrived meanwhile: progress first
     // Shared memory: the peers wake this thread through wakeFd_ once marked asleep; their exits
     // show on their pidfds.
@@ -102,6 +107,43 @@ void Engine::run() {
   }
 }
 
+void Engine::beginSpin() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++spinning_;
+  if (spinHeld_) return;
+  spinHeld_ = true;
+  for (const auto& weak : domains_) {
+    if (auto domain = weak.lock()) domain->spin(+1);
+  }
+  // Peers no longer wake the progress thread: it must not sleep for long meanwhile.
+  if (sleepingUntil_ != Clock::time_point{} && sleepingUntil_ > Clock::now() + kSpinGrace) wake();
+}
+
+void Engine::endSpin(bool done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --spinning_;
+  spinEnded_ = done ? Clock::now() : Clock::time_point{};
+  // A thread that goes to sleep hands polling back to the progress thread at once.
+  if (!done && spinning_ == 0 && spinHeld_) {
+    auto until = Clock::time_point::max();
+    if (!releaseSpinLocked(Clock::now(), until)) pollLocked();
+  }
+}
+
+bool Engine::releaseSpinLocked(Clock::time_point now, Clock::time_point& until) {
+  if (!spinHeld_) return true;
+  if (spinning_ > 0 || now < spinEnded_ + kSpinGrace) {
+    until = std::min(until, now + kSpinGrace);
+    return true;
+  }
+  spinHeld_ = false;
+  bool missed = false;
+  for (const auto& weak : domains_) {
+    if (auto domain = weak.lock()) missed |= domain->spin(-1);
+  }
+  return !missed;
+}
+
 bool Engine::tryProgress() {
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
@@ -130,6 +172,7 @@ void Engine::attachLocked(const std::shared_ptr<CommState>& comm) {
 
 void Engine::addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain) {
   domains_.push_back(domain);
+  if (spinHeld_) domain->spin(+1);
 }
 
 bool Engine::pollLocked() {

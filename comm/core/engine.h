@@ -91,6 +91,14 @@ class Engine {
   // The eventfd the progress thread sleeps on (shared-memory peers write to it).
   int wakeFd() const { return wakeFd_; }
 
+  // A thread waiting on a Work starts or stops driving progress itself (Work::wait's spin).
+  // While one does, and for a grace period after (the next operation of a tight loop),
+  // shared-memory peers do not wake the progress thread, which sleeps in short slices instead.
+  void beginSpin();
+  // `done`: the operation completed while the thread polled (keep the grace); else the thread
+  // goes to sleep and the progress thread takes over at once.
+  void endSpin(bool done);
+
   // One round of progress if no other thread is making it; true when anything moved.
   bool tryProgress();
 
@@ -112,6 +120,9 @@ class Engine {
   // breakLocked's message to the rendezvous, sent from the outbox.
   void tellRendezvousLocked(const CommState& comm, const Status& why, std::uint64_t seq);
   void wake();
+  // Before the progress thread sleeps: ends the spin grace once it is over (false if a message
+  // came meanwhile that nobody saw), or shortens the sleep to the grace.
+  bool releaseSpinLocked(Clock::time_point now, Clock::time_point& until);
 
   std::mutex mu_;
   std::shared_ptr<ucx::UcxWorker> worker_;
@@ -123,6 +134,9 @@ class Engine {
   int wakeFd_ = -1;
   bool stopping_ = false;
   Clock::time_point sleepingUntil_{};
+  int spinning_ = 0;       // threads in Work::wait's spin
+  bool spinHeld_ = false;  // the domains count this process as polling
+  Clock::time_point spinEnded_{};
   std::thread thread_;
   RendezvousOutbox outbox_;
 };

@@ -33,8 +33,8 @@ Result<Published> exchangeChannels(const WorldIdentity& world, std::uint64_t epo
                                    Clock::time_point deadline) {
   rendezvous::RendezvousClient& client = *world.rendezvous;
   const std::string prefix = "ftcomm/channel/" + std::to_string(epoch) + "/";
-  FTCOMM_RETURN_IF_ERROR(client.kvSet(prefix + std::to_string(rank),
-                                      std::to_string(mine) + " " + offer));
+  FTCOMM_RETURN_IF_ERROR(
+      client.kvSet(prefix + std::to_string(rank), std::to_string(mine) + " " + offer));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(prefix + std::to_string(r));
   // In short slices: a member that died before publishing must not hold the others until the
@@ -125,14 +125,13 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
   state->channel = *channel;
   std::shared_ptr<shm::ShmDomain> domain;
   if (world.transport != TransportMode::kUcx) {
-    auto created = shm::ShmDomain::create(state->rank, state->size, state->epoch,
-                                          world.engine->wakeFd());
+    auto created =
+        shm::ShmDomain::create(state->rank, state->size, state->epoch, world.engine->wakeFd());
     if (!created.ok()) return created.status();
     domain = std::move(created).value();
   }
-  auto published = exchangeChannels(world, state->epoch, state->rank, state->size,
-                                    state->channel, domain ? domain->offer().encode() : "none",
-                                    deadline);
+  auto published = exchangeChannels(world, state->epoch, state->rank, state->size, state->channel,
+                                    domain ? domain->offer().encode() : "none", deadline);
   if (!published.ok()) return published.status();
   state->channels = published->channels;
   auto connected = connectDomain(world, std::move(domain), *published);
@@ -145,6 +144,7 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
                                          state->addresses, state->channels);
     if (!transport.ok()) return transport.status();
     state->transport = std::move(transport).value();
+    state->peersReadable = everyPeerReadable(*state->transport);
     if (state->shm) world.engine->addDomainLocked(state->shm);
     world.engine->attachLocked(state);
     if (Status failed = epochFailed(world, state->epoch); !failed.ok()) {

@@ -108,7 +108,8 @@ class PendingSplit final : public PendingCommunicator::Impl {
       child->worldRanks.push_back(parent_->worldRanks[static_cast<std::size_t>(p)]);
       child->addresses.push_back(parent_->addresses[static_cast<std::size_t>(p)]);
       child->channels.push_back(static_cast<std::uint16_t>(field(p, 2)));
-      if (parent_->shm) child->shmMembers.push_back(parent_->shmMembers[static_cast<std::size_t>(p)]);
+      if (parent_->shm)
+        child->shmMembers.push_back(parent_->shmMembers[static_cast<std::size_t>(p)]);
     }
     {
       std::lock_guard<std::mutex> lock(parent_->engine->mutex());
@@ -116,6 +117,7 @@ class PendingSplit final : public PendingCommunicator::Impl {
                                                    child->rank, child->addresses, child->channels);
       if (!transport.ok()) return transport.status();
       child->transport = std::move(transport).value();
+      child->peersReadable = detail::everyPeerReadable(*child->transport);
       parent_->engine->attachLocked(child);
     }
     child->registerWithRecorder();

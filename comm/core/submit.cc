@@ -61,7 +61,8 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
   const algorithms::AlgorithmInfo* algorithm = nullptr;
   Status status = valid;
   if (status.ok()) {
-    auto chosen = algorithms::chooseAlgorithm(call.collective, call.choiceBytes, comm->size);
+    auto chosen = algorithms::chooseAlgorithm(call.collective, call.choiceBytes, comm->size,
+                                              comm->peersReadable);
     if (chosen.ok()) {
       algorithm = *chosen;
       record.algorithm = algorithm->name.data();

@@ -45,4 +45,11 @@ Result<std::unique_ptr<transport::Transport>> makeTransportLocked(
   return std::unique_ptr<transport::Transport>(std::move(shm).value());
 }
 
+bool everyPeerReadable(const transport::Transport& transport) {
+  for (int peer = 0; peer < transport.size(); ++peer) {
+    if (peer != transport.rank() && !transport.canReadPeer(peer)) return false;
+  }
+  return true;
+}
+
 }  // namespace ftcomm::detail

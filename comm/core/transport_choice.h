@@ -28,4 +28,7 @@ Result<std::unique_ptr<transport::Transport>> makeTransportLocked(
     int rank, const std::vector<std::string>& addresses,
     const std::vector<std::uint16_t>& channels);
 
+// Whether `transport` can read the memory of every member (Transport::readPeer).
+bool everyPeerReadable(const transport::Transport& transport);
+
 }  // namespace ftcomm::detail

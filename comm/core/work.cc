@@ -65,18 +65,29 @@ Status Work::wait(std::chrono::milliseconds timeout) {
   const auto until = start + timeout;
   const auto spinUntil = start + kSpin;
   detail::Engine* engine = state_->engine();
+  bool spinning = false;
+  if (engine != nullptr && !state_->done()) {
+    engine->beginSpin();
+    spinning = true;
+  }
   while (!state_->done()) {
     const auto now = detail::Clock::now();
+    if (spinning && now < spinUntil && now < until) {
+      if (!engine->tryProgress()) ::sched_yield();
+      continue;
+    }
+    if (spinning) {
+      engine->endSpin(false);
+      spinning = false;
+      continue;
+    }
     if (now >= until) {
       return timeoutError("wait gave up after " + std::to_string(timeout.count()) +
                           " ms; the operation goes on");
     }
-    if (engine != nullptr && now < spinUntil) {
-      if (!engine->tryProgress()) ::sched_yield();
-      continue;
-    }
     state_->sleepUntil(std::min(until, now + std::chrono::milliseconds(100)));
   }
+  if (spinning) engine->endSpin(true);
   return state_->result();
 }
 

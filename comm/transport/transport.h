@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "ftcomm/status.h"
 #include "transport/op_signature.h"
@@ -101,6 +102,18 @@ class Transport {
   // its request at once, but the data keeps landing until the network is done with it, so the
   // owner of the buffer must not get it back before this is true.
   virtual bool settled() const = 0;
+
+  // One-sided reads of a peer's memory, where the transport has them (shared memory on one host:
+  // cross-memory attach). Collectives that read their inputs straight from the peers' buffers
+  // (algorithms/direct/) use them; the buffers' owners keep them valid by protocol.
+  virtual bool canReadPeer(int /*peer*/) const { return false; }
+  // Copies `bytes` at `address` in the peer's address space into `into`: PeerFailed if the peer
+  // is gone, Internal for an address it does not have.
+  virtual Status readPeer(int peer, void* /*into*/, std::uint64_t /*address*/,
+                          std::size_t /*bytes*/) {
+    return failedPrecondition("this transport cannot read the memory of rank " +
+                              std::to_string(peer));
+  }
 
   // Ok while the peer is usable; else why not.
   virtual Status peerStatus(int peer) const = 0;

@@ -16,7 +16,9 @@ namespace {
 
 constexpr auto kPidCheckInterval = std::chrono::milliseconds(10);
 
-std::string errnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
+std::string errnoText(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
 
 // Whether the process of `pidfd` exited, or does within a moment: a process on its way out has
 // lost its descriptors (pidfd_getfd and /proc/<pid>/fd fail) before its pidfd says so.
@@ -58,7 +60,10 @@ std::string localHostKey() {
 }
 
 ShmDomain::ShmDomain(int rank, int size, std::uint64_t epoch, int wakeFd, ShmGeometry geometry)
-    : rank_(rank), epoch_(epoch), ownWakeFd_(wakeFd), geometry_(geometry),
+    : rank_(rank),
+      epoch_(epoch),
+      ownWakeFd_(wakeFd),
+      geometry_(geometry),
       peers_(static_cast<std::size_t>(size)) {}
 
 Result<std::shared_ptr<ShmDomain>> ShmDomain::create(int rank, int size, std::uint64_t epoch,
@@ -154,8 +159,8 @@ void ShmDomain::failPeer(int m, const Status& why) {
   if (m < 0 || m >= size()) return;
   Peer& peer = peers_[static_cast<std::size_t>(m)];
   if (!peer.failure.ok()) return;
-  peer.failure = why.ok() ? Status(StatusCode::kPeerFailed, "rank " + std::to_string(m) + " failed")
-                          : why;
+  peer.failure =
+      why.ok() ? Status(StatusCode::kPeerFailed, "rank " + std::to_string(m) + " failed") : why;
   std::vector<Op*> doomed(peer.posted.begin(), peer.posted.end());
   doomed.insert(doomed.end(), peer.outbox.begin(), peer.outbox.end());
   for (auto& [id, op] : peer.awaitingFin) doomed.push_back(op);
@@ -202,11 +207,24 @@ int ShmDomain::arm() {
   int limit = -1;
   for (const Peer& peer : peers_) {
     if (!peer.local || !peer.failure.ok()) continue;
-    if (!peer.in.empty()) return 0;
+    if (!peer.in.empty()) {
+      own_.header().sleeping.store(0, std::memory_order_relaxed);
+      return 0;
+    }
     // Nobody wakes a sender when its peer makes room: look again soon.
     if (!peer.outbox.empty()) limit = 1;
   }
   return limit;
+}
+
+bool ShmDomain::spin(int delta) {
+  own_.header().spinners.fetch_add(static_cast<std::uint32_t>(delta), std::memory_order_relaxed);
+  if (delta > 0) return false;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (const Peer& peer : peers_) {
+    if (peer.local && peer.failure.ok() && !peer.in.empty()) return true;
+  }
+  return false;
 }
 
 void ShmDomain::wakeOwner(Peer& peer) {

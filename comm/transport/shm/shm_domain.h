@@ -83,6 +83,8 @@ class ShmDomain {
                              transport::MessageTag tag, const void* data, std::size_t bytes);
   transport::RequestPtr recv(const void* owner, int peer, std::uint16_t channel,
                              transport::MessageTag tag, void* data, std::size_t capacity);
+  // Copies `bytes` at `address` in member `peer`'s process into `into` (process_vm_readv).
+  Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes);
   // False if `request` is not one of this domain's.
   bool cancel(const transport::RequestPtr& request);
   void cancelAll(const void* owner, const Status& why);
@@ -97,6 +99,9 @@ class ShmDomain {
   // Before sleeping: marks this process as sleeping. Returns how long it may sleep in ms: 0 when
   // something arrived meanwhile, 1 while sends wait for room, -1 for as long as it likes.
   int arm();
+  // A thread of this process starts (+1) or stops (-1) polling: while one does, writers do not
+  // wake the progress thread. Stopping returns true if something arrived that it did not see.
+  bool spin(int delta);
   // The pidfds of the live local members, to sleep on; and what poll() said of them.
   void pollFds(std::vector<pollfd>& fds) const;
   void polled(const pollfd& fd);
@@ -114,7 +119,7 @@ class ShmDomain {
     int wakeFd = -1;
     Segment segment;  // the peer's, where our ring to it lives
     RingWriter out;
-    RingReader in;    // its ring in our segment
+    RingReader in;  // its ring in our segment
     Status failure;
     std::deque<Op*> outbox;  // sends, kFin and kCancel not yet written, in order
     std::deque<Op*> posted;  // receives waiting for a message, in order

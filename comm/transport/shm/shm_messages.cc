@@ -103,8 +103,9 @@ RequestPtr ShmDomain::recv(const void* owner, int peer, std::uint16_t channel, M
   op->record.signature = tag.signature;
   op->data = data;
   op->capacity = capacity;
-  auto early = std::find_if(from.unexpected.begin(), from.unexpected.end(),
-                            [&](const Unexpected& u) { return matches(u.record, channel, tag.slot); });
+  auto early =
+      std::find_if(from.unexpected.begin(), from.unexpected.end(),
+                   [&](const Unexpected& u) { return matches(u.record, channel, tag.slot); });
   if (early != from.unexpected.end()) {
     Unexpected message = std::move(*early);
     from.unexpected.erase(early);
@@ -173,7 +174,8 @@ bool ShmDomain::drainInbox(int sender) {
           deliver(sender, op, record, payload);
         } else {
           Unexpected early{record, {}};
-          if (record.kind == RecordKind::kEager) early.payload.assign(payload, payload + record.bytes);
+          if (record.kind == RecordKind::kEager)
+            early.payload.assign(payload, payload + record.bytes);
           from.unexpected.push_back(std::move(early));
         }
       }
@@ -194,21 +196,12 @@ void ShmDomain::deliver(int sender, Op* op, const Record& record, const std::byt
   if (record.kind == RecordKind::kEager) {
     if (s.ok() && record.bytes != 0) std::memcpy(op->data, payload, record.bytes);
   } else {
-    const Peer& from = peers_[static_cast<std::size_t>(sender)];
     if (s.ok() && record.bytes != 0) {
-      const int error = readFromProcess(from.pid, op->data, record.address, record.bytes);
-      if (error == ESRCH) {
-        const Status gone(StatusCode::kPeerFailed,
-                          "rank " + std::to_string(sender) +
-                              " failed: its process exited during a transfer");
-        complete(op, gone, 0);
+      s = readPeer(sender, op->data, record.address, record.bytes);
+      if (s.code() == StatusCode::kPeerFailed) {  // the peer is gone, and so is its ring
+        complete(op, std::move(s), 0);
         destroy(op);
-        failPeer(sender, gone);
         return;
-      }
-      if (error != 0) {
-        s = internalError("reading " + std::to_string(record.bytes) + " bytes from rank " +
-                          std::to_string(sender) + ": " + std::strerror(error));
       }
     }
     answer(sender, RecordKind::kFin, record.sendId, s.ok() ? 0 : 1);
@@ -252,6 +245,24 @@ void ShmDomain::complete(Op* op, Status status, std::size_t bytes) {
 void ShmDomain::destroy(Op* op) {
   if (op->request) ops_.erase(op->request.get());
   delete op;
+}
+
+Status ShmDomain::readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes) {
+  if (peer < 0 || peer >= size() || !local(peer)) {
+    return invalidArgument("rank " + std::to_string(peer) + " is not a shared-memory peer");
+  }
+  Peer& from = peers_[static_cast<std::size_t>(peer)];
+  if (!from.failure.ok()) return from.failure;
+  const int error = readFromProcess(from.pid, into, address, bytes);
+  if (error == 0) return Status::Ok();
+  if (error == ESRCH) {
+    const Status gone(StatusCode::kPeerFailed,
+                      "rank " + std::to_string(peer) + " failed: its process exited during a read");
+    failPeer(peer, gone);
+    return gone;
+  }
+  return internalError("reading " + std::to_string(bytes) + " bytes from rank " +
+                       std::to_string(peer) + ": " + std::strerror(error));
 }
 
 bool ShmDomain::cancel(const RequestPtr& request) {
@@ -299,9 +310,9 @@ void ShmDomain::detach(const void* owner) {
 }
 
 bool ShmDomain::settled(const void* owner) const {
-  return std::none_of(ops_.begin(), ops_.end(),
-                      [owner](const auto& entry) { return entry.second->owner == owner &&
-                                                          entry.second->withdrawn; });
+  return std::none_of(ops_.begin(), ops_.end(), [owner](const auto& entry) {
+    return entry.second->owner == owner && entry.second->withdrawn;
+  });
 }
 
 }  // namespace ftcomm::shm

@@ -12,7 +12,9 @@
 namespace ftcomm::shm {
 namespace {
 
-std::string errnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+std::string errnoText(const char* what) {
+  return std::string(what) + ": " + std::strerror(errno);
+}
 
 std::size_t headerBytes(int members) {
   return sizeof(SegmentHeader) + static_cast<std::size_t>(members) * sizeof(RingControl);
@@ -94,8 +96,8 @@ void Segment::closeFd() {
 }
 
 RingControl& Segment::control(int sender) const {
-  auto* first = reinterpret_cast<RingControl*>(static_cast<std::byte*>(base_) +
-                                               sizeof(SegmentHeader));
+  auto* first =
+      reinterpret_cast<RingControl*>(static_cast<std::byte*>(base_) + sizeof(SegmentHeader));
   return first[sender];
 }
 
@@ -129,6 +131,8 @@ bool RingWriter::tryWrite(const Record& record, const void* payload, std::size_t
 
 bool RingWriter::ownerSleeping() const {
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  const SegmentHeader& header = segment_->header();
+  if (header.spinners.load(std::memory_order_relaxed) != 0) return false;
   auto& sleeping = segment_->header().sleeping;
   return sleeping.load(std::memory_order_relaxed) != 0 &&
          sleeping.exchange(0, std::memory_order_acq_rel) != 0;

@@ -61,15 +61,16 @@ struct alignas(64) SegmentHeader {
   std::uint64_t ringBytes;
   std::int32_t members;
   std::int32_t owner;
-  // Set by the owner before it sleeps; a writer that clears it wakes the owner up.
+  // Set by the owner's progress thread before it sleeps; a writer that clears it wakes the owner
+  // up, unless threads of the owner are polling (spinners), which find the message themselves.
   alignas(64) std::atomic<std::uint32_t> sleeping{0};
+  std::atomic<std::uint32_t> spinners{0};
 };
 
 class Segment {
  public:
   // A new segment for `members` senders with rings of `ringBytes` (a multiple of 64).
-  static Result<Segment> create(int owner, int members, std::size_t ringBytes,
-                                std::uint64_t epoch);
+  static Result<Segment> create(int owner, int members, std::size_t ringBytes, std::uint64_t epoch);
   // Maps the segment that process `pid` holds as descriptor `fd`, checking that it is the one
   // it announced.
   static Result<Segment> open(pid_t pid, int fd, int owner, int members, std::uint64_t epoch);
@@ -101,7 +102,8 @@ class RingWriter {
   RingWriter(const Segment* segment, int sender) : segment_(segment), sender_(sender) {}
   // Writes `record` and `payload` if the ring has room; false if not (try again later).
   bool tryWrite(const Record& record, const void* payload, std::size_t payloadBytes);
-  // Wakes the owner if it sleeps (after a write).
+  // After a write: true if the owner must be woken (it sleeps and nobody there polls); the
+  // caller then wakes it.
   bool ownerSleeping() const;
 
  private:

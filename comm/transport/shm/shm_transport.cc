@@ -38,7 +38,9 @@ Result<std::unique_ptr<ShmTransport>> ShmTransport::create(std::shared_ptr<ShmDo
   return self;
 }
 
-ShmTransport::~ShmTransport() { domain_->detach(this); }
+ShmTransport::~ShmTransport() {
+  domain_->detach(this);
+}
 
 bool ShmTransport::viaShm(int peer) const {
   return peer < 0 || peer >= size() || domain_->local(members_[static_cast<std::size_t>(peer)]);
@@ -62,8 +64,8 @@ void ShmTransport::progressUntil(transport::Clock::time_point deadline) {
   while (transport::Clock::now() < deadline) {
     if (domain_->progress()) return;
     if (remote_) {
-      remote_->progressUntil(std::min(deadline, transport::Clock::now() +
-                                                    std::chrono::microseconds(100)));
+      remote_->progressUntil(
+          std::min(deadline, transport::Clock::now() + std::chrono::microseconds(100)));
     } else {
       ::sched_yield();
     }
@@ -81,6 +83,15 @@ void ShmTransport::cancelAll(const Status& why) {
 
 bool ShmTransport::settled() const {
   return domain_->settled(this) && (!remote_ || remote_->settled());
+}
+
+bool ShmTransport::canReadPeer(int peer) const {
+  return peer >= 0 && peer < size() && viaShm(peer);
+}
+
+Status ShmTransport::readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes) {
+  if (!canReadPeer(peer)) return Transport::readPeer(peer, into, address, bytes);
+  return domain_->readPeer(members_[static_cast<std::size_t>(peer)], into, address, bytes);
 }
 
 Status ShmTransport::peerStatus(int peer) const {

@@ -35,6 +35,8 @@ class ShmTransport final : public transport::Transport {
   void cancel(const transport::RequestPtr& request) override;
   void cancelAll(const Status& why) override;
   bool settled() const override;
+  bool canReadPeer(int peer) const override;
+  Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes) override;
   Status peerStatus(int peer) const override;
   void failPeer(int peer, const Status& why) override;
 

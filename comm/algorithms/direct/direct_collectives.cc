@@ -1,0 +1,206 @@
+// The direct (shared-memory) collectives of direct_task.h. Per rank, with n ranks and an input
+// of B bytes:
+//   allReduce:     reads (n-1)/n B to reduce its own slice, then (n-1)/n B of the others' slices;
+//   broadcast:     a non-root reads B from the root;
+//   allGather:     reads each peer's block;
+//   reduceScatter: reads its block from each peer, reducing as it goes;
+//   allToAll:      reads from each peer the block meant for it.
+// Reductions go in pieces of kPiece bytes through a scratch buffer that stays in cache.
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/collectives.h"
+#include "algorithms/direct/direct_task.h"
+#include "algorithms/reduction.h"
+
+namespace ftcomm::algorithms {
+
+namespace {
+
+constexpr std::size_t kPiece = 128 * 1024;
+
+// Folds every peer's input [offset, offset + bytes) into `into`, which holds this rank's.
+class Reducer {
+ public:
+  Reducer(const CollectiveArgs& args, std::size_t elementBytes)
+      : args_(args), elementBytes_(elementBytes), scratch_(kPiece) {}
+
+  template <typename Read>
+  Status fold(int n, int self, std::byte* into, std::uint64_t offset, std::size_t bytes,
+              Read&& readPeer) {
+    const std::size_t pieceBytes = kPiece / elementBytes_ * elementBytes_;
+    for (std::size_t done = 0; done < bytes; done += pieceBytes) {
+      const std::size_t now = std::min(pieceBytes, bytes - done);
+      for (int p = 0; p < n; ++p) {
+        if (p == self) continue;
+        FTCOMM_RETURN_IF_ERROR(readPeer(p, scratch_.data(), offset + done, now));
+        FTCOMM_RETURN_IF_ERROR(
+            reduceInto(args_.dtype, args_.op, into + done, scratch_.data(), now / elementBytes_));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const CollectiveArgs& args_;
+  std::size_t elementBytes_;
+  std::vector<std::byte> scratch_;
+};
+
+class DirectAllReduce final : public DirectTask {
+ public:
+  DirectAllReduce(transport::Transport& transport, const CollectiveArgs& args)
+      : DirectTask(transport, args, 2), reducer_(args_, elementBytes_) {}
+
+ private:
+  std::size_t start(int chunk) const {
+    const std::size_t c = static_cast<std::size_t>(chunk), n = static_cast<std::size_t>(n_);
+    return (c * (args_.count / n) + std::min(c, args_.count % n)) * elementBytes_;
+  }
+  std::size_t length(int chunk) const { return start(chunk + 1) - start(chunk); }
+
+  Status work(int round) override {
+    if (round == 0) {  // this rank's slice, from every input
+      std::byte* mine = recvBytes() + start(rank_);
+      if (args_.send != args_.recv) {
+        std::memcpy(mine, static_cast<const std::byte*>(args_.send) + start(rank_), length(rank_));
+      }
+      return reducer_.fold(n_, rank_, mine, start(rank_), length(rank_),
+                           [this](int p, void* into, std::uint64_t offset, std::size_t bytes) {
+                             return read(p, into, peerSend(p) + offset, bytes);
+                           });
+    }
+    for (int p = 0; p < n_; ++p) {  // everyone else's slice
+      if (p != rank_)
+        FTCOMM_RETURN_IF_ERROR(read(p, recvBytes() + start(p), peerRecv(p) + start(p), length(p)));
+    }
+    return Status::Ok();
+  }
+  Result<bool> finish() override { return finishReduction(args_.recv, args_.count); }
+
+  Reducer reducer_;
+};
+
+class DirectBroadcast final : public DirectTask {
+ public:
+  DirectBroadcast(transport::Transport& transport, const CollectiveArgs& args)
+      : DirectTask(transport, args, 1) {}
+
+ private:
+  Status work(int) override {
+    if (rank_ == args_.root) {
+      copyInput();
+      return Status::Ok();
+    }
+    return read(args_.root, args_.recv, peerSend(args_.root), args_.count * elementBytes_);
+  }
+};
+
+class DirectAllGather final : public DirectTask {
+ public:
+  DirectAllGather(transport::Transport& transport, const CollectiveArgs& args)
+      : DirectTask(transport, args, 1) {}
+
+ private:
+  Status work(int) override {
+    const std::size_t block = args_.count * elementBytes_;
+    std::byte* own = recvBytes(static_cast<std::size_t>(rank_) * args_.count);
+    if (args_.send != own && block > 0) std::memmove(own, args_.send, block);
+    for (int p = 0; p < n_; ++p) {
+      if (p != rank_) {
+        FTCOMM_RETURN_IF_ERROR(
+            read(p, recvBytes(static_cast<std::size_t>(p) * args_.count), peerSend(p), block));
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+class DirectReduceScatter final : public DirectTask {
+ public:
+  DirectReduceScatter(transport::Transport& transport, const CollectiveArgs& args)
+      : DirectTask(transport, args, 1), reducer_(args_, elementBytes_) {}
+
+ private:
+  // The result gathers in a buffer of its own: the receive buffer may overlap the input that
+  // the peers are still reading.
+  Status work(int) override {
+    const std::size_t block = args_.count * elementBytes_;
+    const std::size_t offset = static_cast<std::size_t>(rank_) * block;
+    result_.resize(block);
+    if (block > 0)
+      std::memcpy(result_.data(), static_cast<const std::byte*>(args_.send) + offset, block);
+    return reducer_.fold(n_, rank_, result_.data(), offset, block,
+                         [this](int p, void* into, std::uint64_t at, std::size_t bytes) {
+                           return read(p, into, peerSend(p) + at, bytes);
+                         });
+  }
+  Result<bool> finish() override {
+    if (!result_.empty()) std::memcpy(args_.recv, result_.data(), result_.size());
+    return finishReduction(args_.recv, args_.count);
+  }
+
+  Reducer reducer_;
+  std::vector<std::byte> result_;
+};
+
+class DirectAllToAll final : public DirectTask {
+ public:
+  DirectAllToAll(transport::Transport& transport, const CollectiveArgs& args)
+      : DirectTask(transport, args, 1) {}
+
+ private:
+  // In place, the blocks gather apart until every peer has read its own out of this buffer.
+  Status work(int) override {
+    const std::size_t block = args_.count * elementBytes_;
+    const bool inPlace = args_.send == args_.recv;
+    if (inPlace) staged_.resize(block * static_cast<std::size_t>(n_));
+    std::byte* target = inPlace ? staged_.data() : recvBytes();
+    const auto self = static_cast<std::size_t>(rank_);
+    if (!inPlace && block > 0) {
+      std::memcpy(target + self * block, static_cast<const std::byte*>(args_.send) + self * block,
+                  block);
+    }
+    for (int p = 0; p < n_; ++p) {
+      if (p == rank_) continue;
+      FTCOMM_RETURN_IF_ERROR(
+          read(p, target + static_cast<std::size_t>(p) * block, peerSend(p) + self * block, block));
+    }
+    return Status::Ok();
+  }
+  Result<bool> finish() override {
+    const std::size_t block = args_.count * elementBytes_;
+    for (int p = 0; p < n_ && !staged_.empty(); ++p) {
+      const auto at = static_cast<std::size_t>(p) * block;
+      if (p != rank_) std::memcpy(recvBytes() + at, staged_.data() + at, block);
+    }
+    return true;
+  }
+
+  std::vector<std::byte> staged_;
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveTask> makeDirectAllReduce(transport::Transport& transport,
+                                                    const CollectiveArgs& args) {
+  return std::make_unique<DirectAllReduce>(transport, args);
+}
+std::unique_ptr<CollectiveTask> makeDirectBroadcast(transport::Transport& transport,
+                                                    const CollectiveArgs& args) {
+  return std::make_unique<DirectBroadcast>(transport, args);
+}
+std::unique_ptr<CollectiveTask> makeDirectAllGather(transport::Transport& transport,
+                                                    const CollectiveArgs& args) {
+  return std::make_unique<DirectAllGather>(transport, args);
+}
+std::unique_ptr<CollectiveTask> makeDirectReduceScatter(transport::Transport& transport,
+                                                        const CollectiveArgs& args) {
+  return std::make_unique<DirectReduceScatter>(transport, args);
+}
+std::unique_ptr<CollectiveTask> makeDirectAllToAll(transport::Transport& transport,
+                                                   const CollectiveArgs& args) {
+  return std::make_unique<DirectAllToAll>(transport, args);
+}
+
+}  // namespace ftcomm::algorithms

@@ -1,0 +1,77 @@
+#include "algorithms/direct/direct_task.h"
+
+namespace ftcomm::algorithms {
+
+DirectTask::DirectTask(transport::Transport& transport, const CollectiveArgs& args, int rounds)
+    : TaskBase(transport, args), n_(transport.size()), rank_(transport.rank()), rounds_(rounds) {}
+
+void DirectTask::tellPeers(int stage) {
+  Notice& mine = outbox_[static_cast<std::size_t>(stage)];
+  mine.magic = magic(stage);
+  mine.send = reinterpret_cast<std::uint64_t>(args_.send);
+  mine.recv = reinterpret_cast<std::uint64_t>(args_.recv);
+  for (int p = 0; p < n_; ++p) {
+    if (p != rank_) sends_.push_back(transport_.send(p, args_.tag, &mine, sizeof mine));
+  }
+}
+
+Status DirectTask::checkStage(int stage) const {
+  for (int p = 0; p < n_; ++p) {
+    if (p == rank_) continue;
+    const auto& request = recvs_[static_cast<std::size_t>(stage * n_ + p)];
+    if (!request->status().ok()) return request->status();
+    if (notice(stage, p).magic != magic(stage)) {
+      return Status(StatusCode::kMismatch, "rank " + std::to_string(p) +
+                                               " does not run the direct (shared-memory) "
+                                               "algorithm where rank " +
+                                               std::to_string(rank_) + " does");
+    }
+  }
+  for (const auto& request : sends_) {
+    if (request->done() && !request->status().ok()) return request->status();
+  }
+  return Status::Ok();
+}
+
+Result<bool> DirectTask::advance() {
+  if (stage_ < 0) {
+    if (n_ == 1) {
+      for (int r = 0; r < rounds_; ++r) FTCOMM_RETURN_IF_ERROR(work(r));
+      return finish();
+    }
+    const auto stages = static_cast<std::size_t>(rounds_ + 1);
+    inbox_.resize(stages * static_cast<std::size_t>(n_));
+    outbox_.resize(stages);
+    recvs_.resize(inbox_.size());
+    // Every notice from a peer travels on one tag, so they match in the order posted.
+    for (int stage = 0; stage <= rounds_; ++stage) {
+      for (int p = 0; p < n_; ++p) {
+        if (p == rank_) continue;
+        const auto index = static_cast<std::size_t>(stage * n_ + p);
+        recvs_[index] = transport_.recv(p, args_.tag, &inbox_[index], sizeof(Notice));
+      }
+    }
+    tellPeers(0);
+    stage_ = 0;
+  }
+  while (true) {
+    for (int p = 0; p < n_; ++p) {
+      if (p == rank_) continue;
+      const auto& request = recvs_[static_cast<std::size_t>(stage_ * n_ + p)];
+      if (!request->done()) return false;
+    }
+    FTCOMM_RETURN_IF_ERROR(checkStage(stage_));
+    if (stage_ == rounds_) {
+      for (const auto& request : sends_) {
+        if (!request->done()) return false;
+      }
+      FTCOMM_RETURN_IF_ERROR(checkStage(stage_));
+      return finish();
+    }
+    FTCOMM_RETURN_IF_ERROR(work(stage_));
+    ++stage_;
+    tellPeers(stage_);
+  }
+}
+
+}  // namespace ftcomm::algorithms
