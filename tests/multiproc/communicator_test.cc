@@ -166,3 +166,25 @@ TEST_CASE("communicator: SIGUSR1 to a running member dumps its recorder and the 
   CHECK_THAT(fr.transcript(), Catch::Contains("broadcast"));
   CHECK_THAT(fr.transcript(), Catch::Contains("all_reduce"));
 }
+
+TEST_CASE("shared memory: FTCOMM_TRANSPORT other than auto, ucx or shm fails creation naming it") {
+  auto results = run("p2p", 2, {"FTCOMM_TRANSPORT=bogus"});
+  for (const auto& result : results) {
+    CHECK_THAT(result, Catch::StartsWith("ERROR create") &&
+                           Catch::Contains("FTCOMM_TRANSPORT='bogus': expected auto, ucx or shm"));
+  }
+}
+
+TEST_CASE("shared memory: FTCOMM_TRANSPORT=shm runs every collective at 3 ranks") {
+  for (const auto& result : run("collectives", 3, {"FTCOMM_TRANSPORT=shm"})) {
+    CHECK_THAT(result, Catch::StartsWith("OK"));
+  }
+}
+
+TEST_CASE("shared memory: the direct algorithms are refused where peers cannot be read") {
+  auto results = run("collectives", 2, {"FTCOMM_TRANSPORT=ucx", "FTCOMM_ALGO_ALLREDUCE=direct"});
+  for (const auto& result : results) {
+    CHECK_THAT(result, Catch::StartsWith("ERROR") &&
+                           Catch::Contains("FTCOMM_ALGO_ALLREDUCE=direct reads the peers' memory"));
+  }
+}

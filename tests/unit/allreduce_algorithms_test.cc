@@ -153,3 +153,20 @@ TEST_CASE("the ring allreduce pipelines many segments per chunk, uneven last seg
     checkAllReduce<double>(*ring, DataType::kFloat64, ReduceOp::kMin, ranks, 1000, false, 64);
   }
 }
+
+TEST_CASE("the direct algorithms are chosen for large messages only where every peer can be read") {
+  auto readable = chooseAlgorithm(Collective::kAllReduce, 16 << 20, 4, true);
+  REQUIRE(readable.ok());
+  CHECK((*readable)->name == "direct");
+  auto small = chooseAlgorithm(Collective::kAllReduce, 8, 4, true);
+  REQUIRE(small.ok());
+  CHECK((*small)->name == "recursive_doubling");
+  auto remote = chooseAlgorithm(Collective::kAllReduce, 16 << 20, 4, false);
+  REQUIRE(remote.ok());
+  CHECK((*remote)->name == "ring");
+  ::setenv("FTCOMM_ALGO_BROADCAST", "direct", 1);
+  auto forced = chooseAlgorithm(Collective::kBroadcast, 8, 4, false);
+  ::unsetenv("FTCOMM_ALGO_BROADCAST");
+  REQUIRE_FALSE(forced.ok());
+  CHECK_THAT(forced.status().message(), Catch::Contains("needs every member on this host"));
+}
