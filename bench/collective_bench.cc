@@ -2,7 +2,7 @@
 //
 //   mpirun -np N ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|alltoall
 //          [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check]
-//          [--compare mpi|recorder-off] [--json]
+//          [--compare mpi,gloo,recorder-off] [--json]
 //
 // Sizes follow nccl-tests: the bytes of the whole vector (allreduce, broadcast, reduce) or of
 // the whole result / input (allgather, reducescatter, alltoall), float32 elements. Time is the
@@ -13,6 +13,10 @@
 //
 // Each size is timed in R rounds (default 5), ftcomm and the peer alternating, and the median
 // round of each is reported, so that a noisy machine moves both sides alike.
+// --compare names the peers, in one run: OpenMPI (mpi), Gloo over its TCP transport (gloo; for
+// allreduce both its ring and its halving-doubling), and ftcomm itself with the flight recorder
+// switched off (recorder-off). Each peer's column shows its time and busbw, and the ratio of its
+// time to ftcomm's.
 // --compare recorder-off: the peer is ftcomm itself with the flight recorder switched off, to
 // measure what recording costs (the budget is 2% of an 8-byte allreduce).
 //
@@ -31,95 +35,25 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_options.h"
 #include "ftcomm/communicator.h"
+#include "gloo_peer.h"
 #include "recorder/flight_recorder.h"
 
 extern char** environ;
 
 using namespace ftcomm;
+using namespace ftcomm::bench;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-struct Options {
-  std::string op = "allreduce";
-  std::size_t minBytes = 8;
-  std::size_t maxBytes = 1 << 20;
-  int iters = 0;  // 0: by size
-  int rounds = 5;
-  bool check = false;
-  std::string peer;  // "", "mpi" or "recorder-off"
-  bool json = false;
-};
-
-[[noreturn]] void usage(const std::string& why) {
-  std::cerr << "ftcomm-bench: " << why
-            << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
-               "alltoall [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check] "
-               "[--compare mpi|recorder-off] [--json]\n";
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  std::exit(2);
-}
-
-std::size_t parseBytes(const std::string& text) {
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  std::string unit(end);
-  if (unit == "K" || unit == "KiB")
-    value *= 1024;
-  else if (unit == "M" || unit == "MiB")
-    value *= 1024 * 1024;
-  else if (unit == "G" || unit == "GiB")
-    value *= 1024.0 * 1024 * 1024;
-  else if (!unit.empty())
-    usage("bad size " + text);
-  if (value < 0 || value > 16.0 * 1024 * 1024 * 1024) usage("bad size " + text);
-  return static_cast<std::size_t>(value);
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(flag + " needs a value");
-      return argv[++i];
-    };
-    if (flag == "--op")
-      o.op = value();
-    else if (flag == "--min-bytes")
-      o.minBytes = parseBytes(value());
-    else if (flag == "--max-bytes")
-      o.maxBytes = parseBytes(value());
-    else if (flag == "--iters")
-      o.iters = std::atoi(value().c_str());
-    else if (flag == "--rounds")
-      o.rounds = std::atoi(value().c_str());
-    else if (flag == "--check")
-      o.check = true;
-    else if (flag == "--json")
-      o.json = true;
-    else if (flag == "--compare") {
-      o.peer = value();
-      if (o.peer != "mpi" && o.peer != "recorder-off")
-        usage("--compare takes mpi or recorder-off (gloo and ucx come with the tuning issue)");
-    } else
-      usage("unknown flag " + flag);
-  }
-  const std::vector<std::string> ops = {"allreduce", "broadcast",     "reduce",
-                                        "allgather", "reducescatter", "alltoall"};
-  if (std::find(ops.begin(), ops.end(), o.op) == ops.end()) usage("unknown op " + o.op);
-  if (o.minBytes == 0 || o.minBytes > o.maxBytes) usage("need 0 < min-bytes <= max-bytes");
-  if (o.iters < 0) usage("--iters must be positive");
-  if (o.rounds < 1 || o.rounds > 1000) usage("--rounds must be in 1..1000");
-  return o;
-}
 
 // The rendezvous address: from the environment, or a server rank 0 starts.
 std::string rendezvous(int rank, const char* self, pid_t* server) {
@@ -153,39 +87,6 @@ std::string rendezvous(int rank, const char* self, pid_t* server) {
   }
   MPI_Bcast(address, sizeof address, MPI_CHAR, 0, MPI_COMM_WORLD);
   return address;
-}
-
-struct Buffers {
-  std::vector<float> send, recv;
-  std::vector<std::int32_t> isend, irecv;
-};
-
-// Elements per rank's block and in each buffer, for `bytes` of float32.
-struct Shape {
-  std::size_t count;  // the count argument of the call
-  std::size_t sendElems;
-  std::size_t recvElems;
-};
-
-Shape shapeOf(const std::string& op, std::size_t bytes, int n) {
-  const std::size_t elems = std::max<std::size_t>(bytes / 4, 1);
-  const std::size_t un = static_cast<std::size_t>(n);
-  if (op == "allgather")
-    return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1),
-            std::max<std::size_t>(elems / un, 1) * un};
-  if (op == "reducescatter")
-    return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1) * un,
-            std::max<std::size_t>(elems / un, 1)};
-  if (op == "alltoall")
-    return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1) * un,
-            std::max<std::size_t>(elems / un, 1) * un};
-  return {elems, elems, elems};
-}
-
-double busFactor(const std::string& op, int n) {
-  if (op == "allreduce") return 2.0 * (n - 1) / n;
-  if (op == "allgather" || op == "reducescatter" || op == "alltoall") return double(n - 1) / n;
-  return 1.0;
 }
 
 Status runFtcomm(Communicator& c, const std::string& op, DataType dtype, const void* send,
@@ -269,6 +170,28 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// One column of the table: a peer (or one variant of it) and its timed rounds at this size.
+struct Column {
+  std::string name;
+  std::function<void()> body;
+  std::vector<double> rounds;
+};
+
+// Gloo's store directory: rank 0 makes it, everyone learns it.
+std::string glooStoreDir(int rank) {
+  char dir[256] = {};
+  if (rank == 0) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "ftcomm-bench-gloo-XXXXXX");
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      std::cerr << "ftcomm-bench: mkdtemp failed\n";
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    std::snprintf(dir, sizeof dir, "%s", pattern.c_str());
+  }
+  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return dir;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -292,13 +215,15 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   Communicator& c = **created;
-  int failures = 0;
-  if (rank == 0 && !o.json) {
-    std::printf("# ftcomm-bench --op %s, %d ranks, float32, median of %d rounds%s%s\n",
-                o.op.c_str(), n, o.rounds, o.peer.empty() ? "" : ", beside ", o.peer.c_str());
-    std::printf("%12s %12s %12s %12s %12s %8s %s\n", "bytes", "ftcomm_us", "busbw_GB/s", "peer_us",
-                "peer_GB/s", "peer/ft", o.check ? "check" : "");
+  const bool withGloo = std::find(o.peers.begin(), o.peers.end(), "gloo") != o.peers.end();
+  std::string glooDir;
+  std::unique_ptr<GlooPeer> gloo;
+  if (withGloo) {
+    glooDir = glooStoreDir(rank);
+    gloo = GlooPeer::connect(rank, n, glooDir);
   }
+  int failures = 0;
+  bool headed = false;
   for (std::size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= 2) {
     const Shape s = shapeOf(o.op, bytes, n);
     std::string verdict;
@@ -315,54 +240,87 @@ int main(int argc, char** argv) {
                           ? o.iters
                           : static_cast<int>(std::clamp<std::size_t>((64u << 20) / bytes, 5, 1000));
     std::vector<float> send(s.sendElems, 1.0f), recv(s.recvElems, 0.0f);
+    std::vector<float> glooSend(s.sendElems, 1.0f), glooRecv(s.recvElems, 0.0f);
     Status last;
     auto ftcommOnce = [&] {
       if (Status st = runFtcomm(c, o.op, DataType::kFloat32, send.data(), recv.data(), s.count);
           !st.ok())
         last = st;
     };
-    std::vector<double> ftRounds, peerRounds;
-    for (int round = 0; round < o.rounds; ++round) {
-      ftRounds.push_back(timeIt(iters, ftcommOnce));
-      if (o.peer == "mpi") {
-        peerRounds.push_back(
-            timeIt(iters, [&] { runMpi(o.op, MPI_FLOAT, send.data(), recv.data(), s.count); }));
-      } else if (o.peer == "recorder-off") {
-        recorder::FlightRecorder::process().setRecording(false);
-        peerRounds.push_back(timeIt(iters, ftcommOnce));
-        recorder::FlightRecorder::process().setRecording(true);
+    std::vector<Column> columns;
+    columns.push_back({"ftcomm", ftcommOnce, {}});
+    for (const std::string& peer : o.peers) {
+      if (peer == "mpi") {
+        columns.push_back(
+            {"mpi", [&] { runMpi(o.op, MPI_FLOAT, send.data(), recv.data(), s.count); }, {}});
+      } else if (peer == "recorder-off") {
+        columns.push_back({"recorder_off",
+                           [&] {
+                             recorder::FlightRecorder::process().setRecording(false);
+                             ftcommOnce();
+                             recorder::FlightRecorder::process().setRecording(true);
+                           },
+                           {}});
+      } else {
+        for (const std::string& variant : GlooPeer::variants(o.op)) {
+          columns.push_back({variant.empty() ? "gloo" : "gloo_" + variant,
+                             gloo->bind(o.op, variant, glooSend.data(), glooRecv.data(), s.count),
+                             {}});
+        }
       }
+    }
+    // Rounds alternate between the columns, so that a noisy machine moves all of them alike.
+    for (int round = 0; round < o.rounds; ++round) {
+      for (Column& column : columns) column.rounds.push_back(timeIt(iters, column.body));
     }
     if (!last.ok()) {
       std::cerr << "ftcomm-bench: rank " << rank << ": " << last.toString() << "\n";
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    const bool compared = !o.peer.empty();
-    const double ftUs = median(ftRounds);
-    const double mpiUs = compared ? median(peerRounds) : 0;
     const std::size_t actual =
         (o.op == "allgather" || o.op == "reducescatter" || o.op == "alltoall")
             ? s.count * static_cast<std::size_t>(n) * 4
             : s.count * 4;
-    const double ftBus = actual / ftUs / 1e3 * busFactor(o.op, n);
-    const double mpiBus = compared ? actual / mpiUs / 1e3 * busFactor(o.op, n) : 0;
-    if (rank == 0) {
-      if (o.json) {
-        std::printf(
-            "{\"op\":\"%s\",\"bytes\":%zu,\"ranks\":%d,\"ftcomm_us\":%.3f,\"ftcomm_busbw_gbs\":%."
-            "4f,"
-            "\"peer\":\"%s\",\"peer_us\":%.3f,\"peer_busbw_gbs\":%.4f%s}\n",
-            o.op.c_str(), actual, n, ftUs, ftBus, o.peer.c_str(), mpiUs, mpiBus,
-            o.check ? (std::string(",\"check\":\"") + verdict + "\"").c_str() : "");
-      } else {
-        std::printf("%12zu %12.2f %12.3f %12.2f %12.3f %8.2f %s\n", actual, ftUs, ftBus, mpiUs,
-                    mpiBus, compared ? mpiUs / ftUs : 0.0, verdict.c_str());
+    const double ftUs = median(columns.front().rounds);
+    auto busbw = [&](double us) { return actual / us / 1e3 * busFactor(o.op, n); };
+    if (rank != 0) continue;
+    if (o.json) {
+      std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"ranks\":%d", o.op.c_str(), actual, n);
+      for (const Column& column : columns) {
+        const double us = median(column.rounds);
+        std::printf(",\"%s_us\":%.3f,\"%s_busbw_gbs\":%.4f", column.name.c_str(), us,
+                    column.name.c_str(), busbw(us));
       }
-      std::fflush(stdout);
+      if (o.check) std::printf(",\"check\":\"%s\"", verdict.c_str());
+      std::printf("}\n");
+    } else {
+      if (!headed) {
+        headed = true;
+        std::printf(
+            "# ftcomm-bench --op %s, %d ranks, float32, median of %d rounds; "
+            "ratio = peer time / ftcomm time (above 1: ftcomm is faster)\n",
+            o.op.c_str(), n, o.rounds);
+        std::printf("%12s", "bytes");
+        for (const Column& column : columns) {
+          std::printf(" %14s %10s", (column.name + "_us").c_str(), "busbw");
+          if (&column != &columns.front()) std::printf(" %8s", "ratio");
+        }
+        std::printf("%s\n", o.check ? " check" : "");
+      }
+      std::printf("%12zu", actual);
+      for (const Column& column : columns) {
+        const double us = median(column.rounds);
+        std::printf(" %14.2f %10.3f", us, busbw(us));
+        if (&column != &columns.front()) std::printf(" %8.2f", us / ftUs);
+      }
+      std::printf("%s%s\n", o.check ? " " : "", verdict.c_str());
     }
+    std::fflush(stdout);
   }
+  gloo.reset();
   created->reset();
   MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0 && !glooDir.empty()) std::filesystem::remove_all(glooDir);
   if (server > 0) {
     ::kill(server, SIGTERM);
     ::waitpid(server, nullptr, 0);

@@ -1,0 +1,105 @@
+#include "bench_options.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+namespace ftcomm::bench {
+
+namespace {
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "ftcomm-bench: " << why
+            << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
+               "alltoall [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check] "
+               "[--compare mpi,gloo,recorder-off] [--json]\n";
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  std::exit(2);
+}
+
+std::size_t parseBytes(const std::string& text) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  std::string unit(end);
+  if (unit == "K" || unit == "KiB")
+    value *= 1024;
+  else if (unit == "M" || unit == "MiB")
+    value *= 1024 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    value *= 1024.0 * 1024 * 1024;
+  else if (!unit.empty())
+    usage("bad size " + text);
+  if (value < 0 || value > 16.0 * 1024 * 1024 * 1024) usage("bad size " + text);
+  return static_cast<std::size_t>(value);
+}
+
+}  // namespace
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--op")
+      o.op = value();
+    else if (flag == "--min-bytes")
+      o.minBytes = parseBytes(value());
+    else if (flag == "--max-bytes")
+      o.maxBytes = parseBytes(value());
+    else if (flag == "--iters")
+      o.iters = std::atoi(value().c_str());
+    else if (flag == "--rounds")
+      o.rounds = std::atoi(value().c_str());
+    else if (flag == "--check")
+      o.check = true;
+    else if (flag == "--json")
+      o.json = true;
+    else if (flag == "--compare") {
+      const std::string list = value();
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::string peer = list.substr(at, comma - at);
+        if (peer != "mpi" && peer != "gloo" && peer != "recorder-off")
+          usage("--compare takes a list of mpi, gloo and recorder-off, not '" + peer + "'");
+        o.peers.push_back(peer);
+        at = comma + 1;
+      }
+    } else
+      usage("unknown flag " + flag);
+  }
+  const std::vector<std::string> ops = {"allreduce", "broadcast",     "reduce",
+                                        "allgather", "reducescatter", "alltoall"};
+  if (std::find(ops.begin(), ops.end(), o.op) == ops.end()) usage("unknown op " + o.op);
+  if (o.minBytes == 0 || o.minBytes > o.maxBytes) usage("need 0 < min-bytes <= max-bytes");
+  if (o.iters < 0) usage("--iters must be positive");
+  if (o.rounds < 1 || o.rounds > 1000) usage("--rounds must be in 1..1000");
+  return o;
+}
+
+Shape shapeOf(const std::string& op, std::size_t bytes, int n) {
+  const std::size_t elems = std::max<std::size_t>(bytes / 4, 1);
+  const std::size_t un = static_cast<std::size_t>(n);
+  if (op == "allgather")
+    return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1),
+            std::max<std::size_t>(elems / un, 1) * un};
+  if (op == "reducescatter")
+    return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1) * un,
+            std::max<std::size_t>(elems / un, 1)};
+  if (op == "alltoall")
+    return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1) * un,
+            std::max<std::size_t>(elems / un, 1) * un};
+  return {elems, elems, elems};
+}
+
+double busFactor(const std::string& op, int n) {
+  if (op == "allreduce") return 2.0 * (n - 1) / n;
+  if (op == "allgather" || op == "reducescatter" || op == "alltoall") return double(n - 1) / n;
+  return 1.0;
+}
+
+}  // namespace ftcomm::bench

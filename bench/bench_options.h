@@ -1,0 +1,35 @@
+// ftcomm-bench's command line, and the shape of each operation's buffers at a size.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace ftcomm::bench {
+
+struct Options {
+  std::string op = "allreduce";
+  std::size_t minBytes = 8;
+  std::size_t maxBytes = 1 << 20;
+  int iters = 0;  // 0: by size
+  int rounds = 5;
+  bool check = false;
+  std::vector<std::string> peers;  // "mpi", "gloo", "recorder-off", in the order given
+  bool json = false;
+};
+
+// Parses argv; bad usage aborts the MPI job with exit code 2 and a usage message.
+Options parse(int argc, char** argv);
+
+// Elements per rank's block and in each buffer, for `bytes` of float32.
+struct Shape {
+  std::size_t count;  // the count argument of the call
+  std::size_t sendElems;
+  std::size_t recvElems;
+};
+
+Shape shapeOf(const std::string& op, std::size_t bytes, int n);
+// nccl-tests' bus-bandwidth factor.
+double busFactor(const std::string& op, int n);
+
+}  // namespace ftcomm::bench
