@@ -63,6 +63,15 @@ Engine::~Engine() {
   if (wakeFd_ >= 0) ::close(wakeFd_);
 }
 
+std::string Operation::what() const {
+  std::string text = comm->describe(name, seq);
+  if (!collective) {
+    text +=
+        (send ? " to rank " : " from rank ") + std::to_string(peer) + " tag " + std::to_string(tag);
+  }
+  return text;
+}
+
 void Engine::wake() {
   const std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wakeFd_, &one, sizeof one);
@@ -206,7 +215,7 @@ bool Engine::pollLocked() {
       Result<bool> done = op->task->advance();
       if (!done.ok()) {
         breakLocked(*op->comm,
-                    Status(done.status().code(), op->what + ": " + done.status().message()),
+                    Status(done.status().code(), op->what() + ": " + done.status().message()),
                     op->seq, true);
       } else if (*done) {
         op->work->complete(Status::Ok());
@@ -216,14 +225,14 @@ bool Engine::pollLocked() {
       if (s.ok()) {
         op->work->complete(s, op->request->bytes());
       } else {
-        failLocked(*op, Status(s.code(), op->what + ": " + s.message()), now);
+        failLocked(*op, Status(s.code(), op->what() + ": " + s.message()), now);
       }
     }
     if (op->work->done() || op->failing) {
       moved = true;
     } else if (now >= op->deadline) {
       moved = true;
-      const Status late = timeoutError(op->what + " did not complete within its " +
+      const Status late = timeoutError(op->what() + " did not complete within its " +
                                        std::to_string(op->timeout.count()) + " ms deadline");
       if (op->collective) {
         breakLocked(*op->comm, late, op->seq, true);
@@ -270,7 +279,7 @@ void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, 
     // A failure of no operation in particular (a dead member, a revocation) is every pending
     // operation's own error; one operation's failure is the others' reason to be revoked.
     if (seq == 0) {
-      op->failing = Status(why.code(), op->what + ": " + why.message());
+      op->failing = Status(why.code(), op->what() + ": " + why.message());
     } else {
       op->failing = op->collective && op->seq == seq ? why : revoked;
     }
@@ -309,7 +318,7 @@ bool Engine::settleLocked(Operation& op, Clock::time_point now) {
       (op.collective ? transport->settled() : op.request == nullptr || op.request->released());
   if (!settled && now < op.settleBy) return false;
   if (!settled) {
-    std::cerr << "ftcomm: " << op.what << ": a cancelled receive was still landing "
+    std::cerr << "ftcomm: " << op.what() << ": a cancelled receive was still landing "
               << kSettleTime.count() << " ms after the failure; its buffer is given back anyway"
               << std::endl;
   }

@@ -24,8 +24,13 @@ struct Operation {
   std::shared_ptr<WorkState> work;
   Clock::time_point deadline;
   std::chrono::milliseconds timeout{0};  // what the deadline was set from, for the error
-  std::string what;                      // "allReduce #7 of world (epoch 1)", for errors
+  // What it is, for errors (what()): the call's name and sequence number, and for a send or
+  // receive its peer and tag. Kept as parts: most operations never need the text.
+  const char* name = "";
   std::uint64_t seq = 0;
+  int peer = -1;
+  int tag = 0;
+  bool send = false;
   bool collective = true;
   std::unique_ptr<algorithms::CollectiveTask> task;  // collectives
   transport::RequestPtr request;                     // send / recv
@@ -34,6 +39,9 @@ struct Operation {
   // (Transport::settled): the Work completes with it once they have, or at settleBy.
   std::optional<Status> failing;
   Clock::time_point settleBy{};
+
+  // "allReduce #7 of world (epoch 1)", "send #3 of world (epoch 1) to rank 2 tag 5".
+  std::string what() const;
 };
 
 }  // namespace ftcomm::detail

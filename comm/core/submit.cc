@@ -103,7 +103,7 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
   op->timeout = timeoutOf(*comm, options);
   op->deadline = Clock::now() + op->timeout;
   op->work = std::make_shared<WorkState>(comm->engine, std::move(progress), op->deadline);
-  op->what = comm->describe(call.name, seq);
+  op->name = call.name;
   op->seq = seq;
   op->counts = std::move(call.counts);
   auto span = [&](std::size_t i) {
@@ -163,8 +163,10 @@ Work submitPointToPoint(const std::shared_ptr<CommState>& comm, const PointToPoi
   op->timeout = timeoutOf(*comm, options);
   op->deadline = Clock::now() + op->timeout;
   op->work = std::make_shared<WorkState>(comm->engine, std::move(progress), op->deadline);
-  op->what = comm->describe(name, seq) + (call.send ? " to rank " : " from rank ") +
-             std::to_string(call.peer) + " tag " + std::to_string(call.tag);
+  op->name = name;
+  op->peer = call.peer;
+  op->tag = call.tag;
+  op->send = call.send;
   op->seq = seq;
   transport::OpSignature signature;
   signature.kind = transport::OpKind::kPointToPoint;

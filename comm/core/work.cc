@@ -39,6 +39,7 @@ namespace {
 // progress thread: long enough for a small operation's round trips, short enough that ranks
 // oversubscribed on few cores do not starve each other (it yields between rounds).
 constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr unsigned kPollsPerYield = 8;
 
 }  // namespace
 
@@ -66,14 +67,20 @@ Status Work::wait(std::chrono::milliseconds timeout) {
   const auto spinUntil = start + kSpin;
   detail::Engine* engine = state_->engine();
   bool spinning = false;
+  unsigned idle = 0, polls = 0;
   if (engine != nullptr && !state_->done()) {
     engine->beginSpin();
     spinning = true;
   }
+  auto now = start;
   while (!state_->done()) {
-    const auto now = detail::Clock::now();
+    // While spinning, the clock is read every few polls only (it costs as much as a poll).
+    if (!spinning || ++polls % kPollsPerYield == 0) now = detail::Clock::now();
     if (spinning && now < spinUntil && now < until) {
-      if (!engine->tryProgress()) ::sched_yield();
+      // Yield now and then, not after every empty poll: a yield is a system call, and the
+      // message may land meanwhile.
+      if (engine->tryProgress()) continue;
+      if (++idle % kPollsPerYield == 0) ::sched_yield();
       continue;
     }
     if (spinning) {

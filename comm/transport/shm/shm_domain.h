@@ -152,6 +152,7 @@ class ShmDomain {
   std::unordered_map<const transport::TransportRequest*, Op*> ops_;
   std::uint64_t nextSendId_ = 1;
   transport::Clock::time_point nextPidCheck_{};
+  std::uint32_t rounds_ = 0;  // progress() calls
 };
 
 }  // namespace ftcomm::shm
