@@ -1,4 +1,5 @@
 #include "algorithms/collective_task.h"
+#include "transport/copy_bytes.h"
 
 #include <cstring>
 
@@ -16,7 +17,7 @@ Result<bool> TaskBase::stepDone() const {
 
 void TaskBase::copyInput() const {
   if (args_.send != args_.recv && args_.count > 0) {
-    std::memcpy(args_.recv, args_.send, args_.count * elementBytes_);
+    transport::copyBytes(args_.recv, args_.send, args_.count * elementBytes_);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "algorithms/collectives.h"
+#include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
 
@@ -24,7 +25,7 @@ class BruckAllGather final : public TaskBase {
         const std::byte* own = args_.send == args_.recv
                                    ? recvBytes(static_cast<std::size_t>(rank_) * args_.count)
                                    : static_cast<const std::byte*>(args_.send);
-        std::memcpy(gathered_.data(), own, blockBytes());
+        transport::copyBytes(gathered_.data(), own, blockBytes());
       }
       if (!postStep()) return finish();
     }
@@ -54,8 +55,9 @@ class BruckAllGather final : public TaskBase {
 
   Result<bool> finish() {
     for (int i = 0; i < n_ && blockBytes() > 0; ++i) {
-      std::memcpy(recvBytes(static_cast<std::size_t>((rank_ + i) % n_) * args_.count),
-                  gathered_.data() + static_cast<std::size_t>(i) * blockBytes(), blockBytes());
+      transport::copyBytes(recvBytes(static_cast<std::size_t>((rank_ + i) % n_) * args_.count),
+                           gathered_.data() + static_cast<std::size_t>(i) * blockBytes(),
+                           blockBytes());
     }
     return true;
   }

@@ -2,6 +2,7 @@
 // forwards to its right neighbour the block it received in the previous step. Cost: n-1 steps,
 // each rank sends and receives (n-1)/n of the result: bandwidth-optimal.
 #include "algorithms/collectives.h"
+#include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
 
@@ -17,7 +18,8 @@ class RingAllGather final : public TaskBase {
       started_ = true;
       // This rank's own block goes to its place in the result (unless it is there already).
       std::byte* own = block(rank_);
-      if (args_.send != own && blockBytes() > 0) std::memmove(own, args_.send, blockBytes());
+      if (args_.send != own && blockBytes() > 0)
+        transport::copyBytes(own, args_.send, blockBytes());
       if (n_ == 1) return true;
       postStep();
     }

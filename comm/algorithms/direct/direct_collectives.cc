@@ -12,6 +12,7 @@
 #include "algorithms/collectives.h"
 #include "algorithms/direct/direct_task.h"
 #include "algorithms/reduction.h"
+#include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
 
@@ -23,19 +24,21 @@ constexpr std::size_t kPiece = 128 * 1024;
 class Reducer {
  public:
   Reducer(const CollectiveArgs& args, std::size_t elementBytes)
-      : args_(args), elementBytes_(elementBytes), scratch_(kPiece) {}
+      : args_(args), elementBytes_(elementBytes) {}
 
   template <typename Read>
   Status fold(int n, int self, std::byte* into, std::uint64_t offset, std::size_t bytes,
               Read&& readPeer) {
     const std::size_t pieceBytes = kPiece / elementBytes_ * elementBytes_;
+    // Uninitialized: zeroing it would cost as much as a small collective.
+    if (!scratch_ && bytes > 0) scratch_.reset(new std::byte[std::min(pieceBytes, bytes)]);
     for (std::size_t done = 0; done < bytes; done += pieceBytes) {
       const std::size_t now = std::min(pieceBytes, bytes - done);
       for (int p = 0; p < n; ++p) {
         if (p == self) continue;
-        FTCOMM_RETURN_IF_ERROR(readPeer(p, scratch_.data(), offset + done, now));
+        FTCOMM_RETURN_IF_ERROR(readPeer(p, scratch_.get(), offset + done, now));
         FTCOMM_RETURN_IF_ERROR(
-            reduceInto(args_.dtype, args_.op, into + done, scratch_.data(), now / elementBytes_));
+            reduceInto(args_.dtype, args_.op, into + done, scratch_.get(), now / elementBytes_));
       }
     }
     return Status::Ok();
@@ -44,7 +47,7 @@ class Reducer {
  private:
   const CollectiveArgs& args_;
   std::size_t elementBytes_;
-  std::vector<std::byte> scratch_;
+  std::unique_ptr<std::byte[]> scratch_;
 };
 
 class DirectAllReduce final : public DirectTask {
@@ -63,7 +66,8 @@ class DirectAllReduce final : public DirectTask {
     if (round == 0) {  // this rank's slice, from every input
       std::byte* mine = recvBytes() + start(rank_);
       if (args_.send != args_.recv) {
-        std::memcpy(mine, static_cast<const std::byte*>(args_.send) + start(rank_), length(rank_));
+        transport::copyBytes(mine, static_cast<const std::byte*>(args_.send) + start(rank_),
+                             length(rank_));
       }
       return reducer_.fold(n_, rank_, mine, start(rank_), length(rank_),
                            [this](int p, void* into, std::uint64_t offset, std::size_t bytes) {
@@ -105,7 +109,7 @@ class DirectAllGather final : public DirectTask {
   Status work(int) override {
     const std::size_t block = args_.count * elementBytes_;
     std::byte* own = recvBytes(static_cast<std::size_t>(rank_) * args_.count);
-    if (args_.send != own && block > 0) std::memmove(own, args_.send, block);
+    if (args_.send != own && block > 0) transport::copyBytes(own, args_.send, block);
     for (int p = 0; p < n_; ++p) {
       if (p != rank_) {
         FTCOMM_RETURN_IF_ERROR(
@@ -129,14 +133,15 @@ class DirectReduceScatter final : public DirectTask {
     const std::size_t offset = static_cast<std::size_t>(rank_) * block;
     result_.resize(block);
     if (block > 0)
-      std::memcpy(result_.data(), static_cast<const std::byte*>(args_.send) + offset, block);
+      transport::copyBytes(result_.data(), static_cast<const std::byte*>(args_.send) + offset,
+                           block);
     return reducer_.fold(n_, rank_, result_.data(), offset, block,
                          [this](int p, void* into, std::uint64_t at, std::size_t bytes) {
                            return read(p, into, peerSend(p) + at, bytes);
                          });
   }
   Result<bool> finish() override {
-    if (!result_.empty()) std::memcpy(args_.recv, result_.data(), result_.size());
+    if (!result_.empty()) transport::copyBytes(args_.recv, result_.data(), result_.size());
     return finishReduction(args_.recv, args_.count);
   }
 
@@ -158,8 +163,8 @@ class DirectAllToAll final : public DirectTask {
     std::byte* target = inPlace ? staged_.data() : recvBytes();
     const auto self = static_cast<std::size_t>(rank_);
     if (!inPlace && block > 0) {
-      std::memcpy(target + self * block, static_cast<const std::byte*>(args_.send) + self * block,
-                  block);
+      transport::copyBytes(target + self * block,
+                           static_cast<const std::byte*>(args_.send) + self * block, block);
     }
     for (int p = 0; p < n_; ++p) {
       if (p == rank_) continue;
@@ -172,7 +177,7 @@ class DirectAllToAll final : public DirectTask {
     const std::size_t block = args_.count * elementBytes_;
     for (int p = 0; p < n_ && !staged_.empty(); ++p) {
       const auto at = static_cast<std::size_t>(p) * block;
-      if (p != rank_) std::memcpy(recvBytes() + at, staged_.data() + at, block);
+      if (p != rank_) transport::copyBytes(recvBytes() + at, staged_.data() + at, block);
     }
     return true;
   }

@@ -6,6 +6,7 @@
 
 #include "algorithms/collectives.h"
 #include "algorithms/reduction.h"
+#include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
 
@@ -27,7 +28,7 @@ class BinomialReduce final : public TaskBase {
         accumulator_ = args_.recv;
       } else {
         own_.resize(bytes());
-        if (bytes() > 0) std::memcpy(own_.data(), args_.send, bytes());
+        if (bytes() > 0) transport::copyBytes(own_.data(), args_.send, bytes());
         accumulator_ = own_.data();
       }
       scratch_.resize(bytes());

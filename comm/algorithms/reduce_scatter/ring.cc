@@ -6,6 +6,7 @@
 
 #include "algorithms/collectives.h"
 #include "algorithms/reduction.h"
+#include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
 
@@ -20,7 +21,8 @@ class RingReduceScatter final : public TaskBase {
     if (!started_) {
       started_ = true;
       accumulator_.resize(blockBytes() * static_cast<std::size_t>(n_));
-      if (!accumulator_.empty()) std::memcpy(accumulator_.data(), args_.send, accumulator_.size());
+      if (!accumulator_.empty())
+        transport::copyBytes(accumulator_.data(), args_.send, accumulator_.size());
       scratch_.resize(blockBytes());
       if (n_ == 1) return finish();
       postStep();
@@ -50,7 +52,7 @@ class RingReduceScatter final : public TaskBase {
   }
 
   Result<bool> finish() {
-    if (blockBytes() > 0) std::memcpy(args_.recv, block(rank_), blockBytes());
+    if (blockBytes() > 0) transport::copyBytes(args_.recv, block(rank_), blockBytes());
     return finishReduction(args_.recv, args_.count);
   }
 

@@ -55,7 +55,7 @@ std::string localHostKey();
 
 struct ShmGeometry {
   std::size_t ringBytes = 256 * 1024;
-  std::size_t eagerBytes = 16 * 1024;
+  std::size_t eagerBytes = 64 * 1024;
 };
 
 class ShmDomain {

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/copy_bytes.h"
 #include "transport/shm/shm_domain.h"
 #include "transport/shm/shm_op.h"
 
@@ -174,8 +175,10 @@ bool ShmDomain::drainInbox(int sender) {
           deliver(sender, op, record, payload);
         } else {
           Unexpected early{record, {}};
-          if (record.kind == RecordKind::kEager)
-            early.payload.assign(payload, payload + record.bytes);
+          if (record.kind == RecordKind::kEager) {
+            early.payload.resize(record.bytes);
+            transport::copyBytes(early.payload.data(), payload, record.bytes);
+          }
           from.unexpected.push_back(std::move(early));
         }
       }
@@ -194,7 +197,7 @@ void ShmDomain::deliver(int sender, Op* op, const Record& record, const std::byt
   Status s = transport::checkMessage(rank_, sender, op->record.signature, op->capacity,
                                      record.signature, record.bytes);
   if (record.kind == RecordKind::kEager) {
-    if (s.ok() && record.bytes != 0) std::memcpy(op->data, payload, record.bytes);
+    if (s.ok() && record.bytes != 0) transport::copyBytes(op->data, payload, record.bytes);
   } else {
     if (s.ok() && record.bytes != 0) {
       s = readPeer(sender, op->data, record.address, record.bytes);

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "transport/copy_bytes.h"
+
 namespace ftcomm::shm {
 namespace {
 
@@ -124,7 +126,7 @@ bool RingWriter::tryWrite(const Record& record, const void* payload, std::size_t
   }
   std::byte* at = ring + tail % capacity;
   std::memcpy(at, &record, sizeof record);
-  if (payloadBytes != 0) std::memcpy(at + sizeof record, payload, payloadBytes);
+  if (payloadBytes != 0) transport::copyBytes(at + sizeof record, payload, payloadBytes);
   control.tail.store(tail + size, std::memory_order_release);
   return true;
 }
