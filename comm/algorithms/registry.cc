@@ -75,7 +75,8 @@ const std::array kAlgorithms{
 // Rabenseifner's log steps win; above, the ring's neighbour-only traffic does.
 constexpr std::size_t kAllReduceSmallBytes = 64 * 1024;
 constexpr std::size_t kAllReduceMediumBytes = 4 << 20;
-// From here, with every peer on this host, reading the peers' buffers beats messages.
+// From here, with every peer on this host, reading the peers' buffers beats messages (2 ranks;
+// 4x this beyond).
 constexpr std::size_t kDirectBytes = 32 * 1024;
 constexpr std::size_t kAllGatherSmallBytes = 64 * 1024;  // the bytes of the whole result
 
@@ -125,7 +126,10 @@ Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t 
     return invalidArgument(std::string(variable) + "=" + chosen +
                            " names no algorithm; known:" + known);
   }
-  if (peersReadable && ranks > 1 && bytes >= kDirectBytes) {
+  // Beyond two ranks, the direct algorithms' notice rounds cost more (each waits for every
+  // rank), so messages take over for longer (measured at 4 ranks on 2 cores).
+  const std::size_t directFrom = ranks <= 2 ? kDirectBytes : 4 * kDirectBytes;
+  if (peersReadable && ranks > 1 && bytes >= directFrom) {
     if (const AlgorithmInfo* direct = findAlgorithm(collective, "direct")) return direct;
   }
   if (collective == Collective::kAllReduce) {

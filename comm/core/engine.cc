@@ -1,6 +1,7 @@
 #include "core/engine.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -182,6 +183,12 @@ void Engine::attachLocked(const std::shared_ptr<CommState>& comm) {
 void Engine::addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain) {
   domains_.push_back(domain);
   if (spinHeld_) domain->spin(+1);
+  int local = 0;
+  for (int m = 0; m < domain->size(); ++m) local += domain->local(m) ? 1 : 0;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int cores = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  if (local > cores) oversubscribed_.store(true, std::memory_order_relaxed);
 }
 
 bool Engine::pollLocked() {

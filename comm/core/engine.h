@@ -17,6 +17,7 @@
 // mutex() held.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -99,6 +100,10 @@ class Engine {
   // goes to sleep and the progress thread takes over at once.
   void endSpin(bool done);
 
+  // More processes of this host's communicators than cores this process may run on: waiting
+  // threads then yield after every empty poll.
+  bool oversubscribed() const { return oversubscribed_.load(std::memory_order_relaxed); }
+
   // One round of progress if no other thread is making it; true when anything moved.
   bool tryProgress();
 
@@ -134,6 +139,7 @@ class Engine {
   int wakeFd_ = -1;
   bool stopping_ = false;
   Clock::time_point sleepingUntil_{};
+  std::atomic<bool> oversubscribed_{false};
   int spinning_ = 0;       // threads in Work::wait's spin
   bool spinHeld_ = false;  // the domains count this process as polling
   Clock::time_point spinEnded_{};

@@ -68,6 +68,7 @@ Status Work::wait(std::chrono::milliseconds timeout) {
   detail::Engine* engine = state_->engine();
   bool spinning = false;
   unsigned idle = 0, polls = 0;
+  const unsigned yieldEvery = engine != nullptr && engine->oversubscribed() ? 1 : kPollsPerYield;
   if (engine != nullptr && !state_->done()) {
     engine->beginSpin();
     spinning = true;
@@ -80,7 +81,8 @@ Status Work::wait(std::chrono::milliseconds timeout) {
       // Yield now and then, not after every empty poll: a yield is a system call, and the
       // message may land meanwhile.
       if (engine->tryProgress()) continue;
-      if (++idle % kPollsPerYield == 0) ::sched_yield();
+      // More processes than cores: the one this thread waits for may need this core now.
+      if (++idle % yieldEvery == 0) ::sched_yield();
       continue;
     }
     if (spinning) {
