@@ -271,7 +271,15 @@ int main(int argc, char** argv) {
     }
     // Rounds alternate between the columns, so that a noisy machine moves all of them alike.
     for (int round = 0; round < o.rounds; ++round) {
-      for (Column& column : columns) column.rounds.push_back(timeIt(iters, column.body));
+      for (Column& column : columns) {
+        try {
+          column.rounds.push_back(timeIt(iters, column.body));
+        } catch (const std::exception& e) {  // Gloo's timeout
+          std::cerr << "ftcomm-bench: rank " << rank << ": " << column.name
+                    << " failed: " << e.what() << "\n";
+          MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+      }
     }
     if (!last.ok()) {
       std::cerr << "ftcomm-bench: rank " << rank << ": " << last.toString() << "\n";
