@@ -126,27 +126,32 @@ class DirectReduceScatter final : public DirectTask {
       : DirectTask(transport, args, 1), reducer_(args_, elementBytes_) {}
 
  private:
-  // The result gathers in a buffer of its own: the receive buffer may overlap the input that
-  // the peers are still reading.
+  // The result gathers in the receive buffer, unless that overlaps the input the peers are
+  // still reading: then in a buffer of its own, copied over once every peer is done.
   Status work(int) override {
     const std::size_t block = args_.count * elementBytes_;
     const std::size_t offset = static_cast<std::size_t>(rank_) * block;
-    result_.resize(block);
-    if (block > 0)
-      transport::copyBytes(result_.data(), static_cast<const std::byte*>(args_.send) + offset,
-                           block);
-    return reducer_.fold(n_, rank_, result_.data(), offset, block,
+    const auto* in = static_cast<const std::byte*>(args_.send);
+    const auto* out = static_cast<const std::byte*>(args_.recv);
+    const bool overlaps = out < in + block * static_cast<std::size_t>(n_) && in < out + block;
+    std::byte* target = recvBytes();
+    if (overlaps && block > 0) {
+      staged_.reset(new std::byte[block]);
+      target = staged_.get();
+    }
+    if (block > 0) transport::copyBytes(target, in + offset, block);
+    return reducer_.fold(n_, rank_, target, offset, block,
                          [this](int p, void* into, std::uint64_t at, std::size_t bytes) {
                            return read(p, into, peerSend(p) + at, bytes);
                          });
   }
   Result<bool> finish() override {
-    if (!result_.empty()) transport::copyBytes(args_.recv, result_.data(), result_.size());
+    if (staged_) transport::copyBytes(args_.recv, staged_.get(), args_.count * elementBytes_);
     return finishReduction(args_.recv, args_.count);
   }
 
   Reducer reducer_;
-  std::vector<std::byte> result_;
+  std::unique_ptr<std::byte[]> staged_;
 };
 
 class DirectAllToAll final : public DirectTask {
