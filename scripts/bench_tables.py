@@ -36,8 +36,9 @@ for path in sorted(out.glob("*.jsonl")):
         with open(out / f"{op}-{transport}-{ranks}.dat", "w") as dat:
             for r in mine:
                 ft, mpi, gloo = r["ftcomm_busbw_gbs"], r["mpi_busbw_gbs"], gloo_of(r)
-                vs_mpi = ft / mpi if mpi else 0
-                vs_gloo = ft / gloo if gloo else 0
-                print(f"| {size(r['bytes'])} | {ft:.3f} | {mpi:.3f} | {gloo:.3f} | "
-                      f"{vs_mpi:.2f} | {vs_gloo:.2f} | {r['ftcomm_us']:.1f} |")
+                vs_mpi = f"{ft / mpi:.2f}" if mpi else "-"
+                vs_gloo = f"{ft / gloo:.2f}" if gloo else "-"
+                gloo_text = f"{gloo:.3f}" if gloo else "-"
+                print(f"| {size(r['bytes'])} | {ft:.3f} | {mpi:.3f} | {gloo_text} | "
+                      f"{vs_mpi} | {vs_gloo} | {r['ftcomm_us']:.1f} |")
                 dat.write(f"{r['bytes']} {ft} {mpi} {gloo}\n")

@@ -47,6 +47,8 @@ std::unique_ptr<CollectiveTask> makeDirectAllGather(transport::Transport& transp
                                                     const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeDirectReduceScatter(transport::Transport& transport,
                                                         const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeDirectReduce(transport::Transport& transport,
+                                                 const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeDirectAllToAll(transport::Transport& transport,
                                                    const CollectiveArgs& args);
 

@@ -62,6 +62,9 @@ const std::array kAlgorithms{
                   "each rank reduces its block straight from the peers' inputs; shared memory "
                   "only",
                   &makeDirectReduceScatter, true},
+    AlgorithmInfo{Collective::kReduce, "direct",
+                  "the root reduces straight from every peer's input; shared memory only",
+                  &makeDirectReduce, true},
     AlgorithmInfo{Collective::kAllToAll, "direct",
                   "each rank reads its block from every peer's input; shared memory only",
                   &makeDirectAllToAll, true},

@@ -15,37 +15,46 @@ using namespace ftcomm::testing;
 
 namespace {
 
-const AlgorithmInfo& only(Collective collective) {
-  auto chosen = chooseAlgorithm(collective, 0, 2);
-  REQUIRE(chosen.ok());
-  return **chosen;
+// Every algorithm of a collective: the message-based ones and, over this in-process fabric
+// (which can read its peers' memory), the direct ones.
+std::vector<const AlgorithmInfo*> algorithmsOf(Collective collective) {
+  std::vector<const AlgorithmInfo*> found;
+  for (const AlgorithmInfo& algorithm : allAlgorithms()) {
+    if (algorithm.collective == collective) found.push_back(&algorithm);
+  }
+  REQUIRE_FALSE(found.empty());
+  return found;
 }
 
 }  // namespace
 
 TEST_CASE("binomial broadcast delivers the root's buffer to every rank, from any root") {
-  const AlgorithmInfo& algorithm = only(Collective::kBroadcast);
-  for (int ranks = 1; ranks <= 8; ++ranks) {
-    for (int root = 0; root < ranks; ++root) {
-      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1027}}) {
-        LocalFabric fabric(ranks);
-        std::vector<std::vector<std::int64_t>> buffers(static_cast<std::size_t>(ranks),
-                                                       std::vector<std::int64_t>(count, -1));
-        std::vector<std::int64_t> input(count);
-        for (std::size_t i = 0; i < count; ++i) input[i] = static_cast<std::int64_t>(i * 3 + root);
-        std::vector<std::unique_ptr<CollectiveTask>> tasks;
-        for (int r = 0; r < ranks; ++r) {
-          CollectiveArgs args;
-          args.dtype = DataType::kInt64;
-          args.count = count;
-          args.root = root;
-          args.recv = buffers[static_cast<std::size_t>(r)].data();
-          args.send = r == root ? input.data() : args.recv;
-          tasks.push_back(algorithm.make(fabric.transport(r), args));
+  for (const AlgorithmInfo* each : algorithmsOf(Collective::kBroadcast)) {
+    const AlgorithmInfo& algorithm = *each;
+    INFO(algorithm.name);
+    for (int ranks = 1; ranks <= 8; ++ranks) {
+      for (int root = 0; root < ranks; ++root) {
+        for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1027}}) {
+          LocalFabric fabric(ranks);
+          std::vector<std::vector<std::int64_t>> buffers(static_cast<std::size_t>(ranks),
+                                                         std::vector<std::int64_t>(count, -1));
+          std::vector<std::int64_t> input(count);
+          for (std::size_t i = 0; i < count; ++i)
+            input[i] = static_cast<std::int64_t>(i * 3 + root);
+          std::vector<std::unique_ptr<CollectiveTask>> tasks;
+          for (int r = 0; r < ranks; ++r) {
+            CollectiveArgs args;
+            args.dtype = DataType::kInt64;
+            args.count = count;
+            args.root = root;
+            args.recv = buffers[static_cast<std::size_t>(r)].data();
+            args.send = r == root ? input.data() : args.recv;
+            tasks.push_back(algorithm.make(fabric.transport(r), args));
+          }
+          INFO("ranks=" << ranks << " root=" << root << " count=" << count);
+          REQUIRE(runAll(fabric, tasks).toString() == "OK");
+          for (const auto& buffer : buffers) CHECK(buffer == input);
         }
-        INFO("ranks=" << ranks << " root=" << root << " count=" << count);
-        REQUIRE(runAll(fabric, tasks).toString() == "OK");
-        for (const auto& buffer : buffers) CHECK(buffer == input);
       }
     }
   }
@@ -94,58 +103,65 @@ TEST_CASE(
 }
 
 TEST_CASE("the dissemination barrier completes on 1 to 8 ranks, and not while a rank is missing") {
-  const AlgorithmInfo& algorithm = only(Collective::kBarrier);
-  for (int ranks = 1; ranks <= 8; ++ranks) {
-    LocalFabric fabric(ranks);
+  for (const AlgorithmInfo* each : algorithmsOf(Collective::kBarrier)) {
+    const AlgorithmInfo& algorithm = *each;
+    INFO(algorithm.name);
+    for (int ranks = 1; ranks <= 8; ++ranks) {
+      LocalFabric fabric(ranks);
+      std::vector<std::unique_ptr<CollectiveTask>> tasks;
+      for (int r = 0; r < ranks; ++r)
+        tasks.push_back(algorithm.make(fabric.transport(r), CollectiveArgs{}));
+      INFO("ranks=" << ranks);
+      REQUIRE(runAll(fabric, tasks).toString() == "OK");
+    }
+    // With rank 2 of 4 absent, nobody else may get through.
+    LocalFabric fabric(4);
     std::vector<std::unique_ptr<CollectiveTask>> tasks;
-    for (int r = 0; r < ranks; ++r)
-      tasks.push_back(algorithm.make(fabric.transport(r), CollectiveArgs{}));
-    INFO("ranks=" << ranks);
-    REQUIRE(runAll(fabric, tasks).toString() == "OK");
+    for (int r : {0, 1, 3}) tasks.push_back(algorithm.make(fabric.transport(r), CollectiveArgs{}));
+    Status status = runAll(fabric, tasks);
+    CHECK_THAT(status.message(), Catch::Contains("deadlock"));
   }
-  // With rank 2 of 4 absent, nobody else may get through.
-  LocalFabric fabric(4);
-  std::vector<std::unique_ptr<CollectiveTask>> tasks;
-  for (int r : {0, 1, 3}) tasks.push_back(algorithm.make(fabric.transport(r), CollectiveArgs{}));
-  Status status = runAll(fabric, tasks);
-  CHECK_THAT(status.message(), Catch::Contains("deadlock"));
 }
 
 TEST_CASE("binomial reduce leaves the reduction on the root only, from any root") {
-  const AlgorithmInfo& algorithm = only(Collective::kReduce);
-  for (int ranks = 1; ranks <= 8; ++ranks) {
-    for (int root = 0; root < ranks; ++root) {
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
-        const std::size_t count = 257;
-        LocalFabric fabric(ranks);
-        std::vector<std::vector<std::int32_t>> in(static_cast<std::size_t>(ranks)), out(in.size());
-        std::vector<std::int32_t> expected(count, op == ReduceOp::kSum ? 0 : INT32_MIN);
-        std::vector<std::unique_ptr<CollectiveTask>> tasks;
-        for (int r = 0; r < ranks; ++r) {
-          auto& mine = in[static_cast<std::size_t>(r)];
-          for (std::size_t i = 0; i < count; ++i) {
-            mine.push_back(
-                static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(r) * 13) % 101));
-            expected[i] =
-                op == ReduceOp::kSum ? expected[i] + mine[i] : std::max(expected[i], mine[i]);
+  for (const AlgorithmInfo* each : algorithmsOf(Collective::kReduce)) {
+    const AlgorithmInfo& algorithm = *each;
+    INFO(algorithm.name);
+    for (int ranks = 1; ranks <= 8; ++ranks) {
+      for (int root = 0; root < ranks; ++root) {
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+          const std::size_t count = 257;
+          LocalFabric fabric(ranks);
+          std::vector<std::vector<std::int32_t>> in(static_cast<std::size_t>(ranks)),
+              out(in.size());
+          std::vector<std::int32_t> expected(count, op == ReduceOp::kSum ? 0 : INT32_MIN);
+          std::vector<std::unique_ptr<CollectiveTask>> tasks;
+          for (int r = 0; r < ranks; ++r) {
+            auto& mine = in[static_cast<std::size_t>(r)];
+            for (std::size_t i = 0; i < count; ++i) {
+              mine.push_back(
+                  static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(r) * 13) % 101));
+              expected[i] =
+                  op == ReduceOp::kSum ? expected[i] + mine[i] : std::max(expected[i], mine[i]);
+            }
+            out[static_cast<std::size_t>(r)].assign(count, -1);
+            CollectiveArgs args;
+            args.dtype = DataType::kInt32;
+            args.op = op;
+            args.count = count;
+            args.root = root;
+            args.send = mine.data();
+            args.recv = out[static_cast<std::size_t>(r)].data();
+            tasks.push_back(algorithm.make(fabric.transport(r), args));
           }
-          out[static_cast<std::size_t>(r)].assign(count, -1);
-          CollectiveArgs args;
-          args.dtype = DataType::kInt32;
-          args.op = op;
-          args.count = count;
-          args.root = root;
-          args.send = mine.data();
-          args.recv = out[static_cast<std::size_t>(r)].data();
-          tasks.push_back(algorithm.make(fabric.transport(r), args));
-        }
-        INFO("ranks=" << ranks << " root=" << root << " op=" << reduceOpName(op));
-        REQUIRE(runAll(fabric, tasks).toString() == "OK");
-        for (int r = 0; r < ranks; ++r) {
-          if (r == root)
-            CHECK(out[static_cast<std::size_t>(r)] == expected);
-          else
-            CHECK(out[static_cast<std::size_t>(r)] == std::vector<std::int32_t>(count, -1));
+          INFO("ranks=" << ranks << " root=" << root << " op=" << reduceOpName(op));
+          REQUIRE(runAll(fabric, tasks).toString() == "OK");
+          for (int r = 0; r < ranks; ++r) {
+            if (r == root)
+              CHECK(out[static_cast<std::size_t>(r)] == expected);
+            else
+              CHECK(out[static_cast<std::size_t>(r)] == std::vector<std::int32_t>(count, -1));
+          }
         }
       }
     }
@@ -153,35 +169,38 @@ TEST_CASE("binomial reduce leaves the reduction on the root only, from any root"
 }
 
 TEST_CASE("ring reduce-scatter leaves block r of the reduction on rank r") {
-  const AlgorithmInfo& algorithm = only(Collective::kReduceScatter);
-  for (int ranks = 1; ranks <= 8; ++ranks) {
-    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{300}}) {
-      LocalFabric fabric(ranks);
-      const std::size_t total = count * static_cast<std::size_t>(ranks);
-      std::vector<std::vector<double>> in(static_cast<std::size_t>(ranks)), out(in.size());
-      std::vector<double> sum(total, 0.0);
-      std::vector<std::unique_ptr<CollectiveTask>> tasks;
-      for (int r = 0; r < ranks; ++r) {
-        auto& mine = in[static_cast<std::size_t>(r)];
-        for (std::size_t i = 0; i < total; ++i) {
-          mine.push_back(static_cast<double>(i) + 0.5 * r);
-          sum[i] += mine.back();
+  for (const AlgorithmInfo* each : algorithmsOf(Collective::kReduceScatter)) {
+    const AlgorithmInfo& algorithm = *each;
+    INFO(algorithm.name);
+    for (int ranks = 1; ranks <= 8; ++ranks) {
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{300}}) {
+        LocalFabric fabric(ranks);
+        const std::size_t total = count * static_cast<std::size_t>(ranks);
+        std::vector<std::vector<double>> in(static_cast<std::size_t>(ranks)), out(in.size());
+        std::vector<double> sum(total, 0.0);
+        std::vector<std::unique_ptr<CollectiveTask>> tasks;
+        for (int r = 0; r < ranks; ++r) {
+          auto& mine = in[static_cast<std::size_t>(r)];
+          for (std::size_t i = 0; i < total; ++i) {
+            mine.push_back(static_cast<double>(i) + 0.5 * r);
+            sum[i] += mine.back();
+          }
+          out[static_cast<std::size_t>(r)].assign(count, -1.0);
+          CollectiveArgs args;
+          args.dtype = DataType::kFloat64;
+          args.op = ReduceOp::kAvg;
+          args.count = count;
+          args.send = mine.data();
+          args.recv = out[static_cast<std::size_t>(r)].data();
+          tasks.push_back(algorithm.make(fabric.transport(r), args));
         }
-        out[static_cast<std::size_t>(r)].assign(count, -1.0);
-        CollectiveArgs args;
-        args.dtype = DataType::kFloat64;
-        args.op = ReduceOp::kAvg;
-        args.count = count;
-        args.send = mine.data();
-        args.recv = out[static_cast<std::size_t>(r)].data();
-        tasks.push_back(algorithm.make(fabric.transport(r), args));
-      }
-      INFO("ranks=" << ranks << " count=" << count);
-      REQUIRE(runAll(fabric, tasks).toString() == "OK");
-      for (int r = 0; r < ranks; ++r) {
-        for (std::size_t i = 0; i < count; ++i) {
-          CHECK(out[static_cast<std::size_t>(r)][i] ==
-                Approx(sum[static_cast<std::size_t>(r) * count + i] / ranks));
+        INFO("ranks=" << ranks << " count=" << count);
+        REQUIRE(runAll(fabric, tasks).toString() == "OK");
+        for (int r = 0; r < ranks; ++r) {
+          for (std::size_t i = 0; i < count; ++i) {
+            CHECK(out[static_cast<std::size_t>(r)][i] ==
+                  Approx(sum[static_cast<std::size_t>(r) * count + i] / ranks));
+          }
         }
       }
     }
@@ -189,33 +208,36 @@ TEST_CASE("ring reduce-scatter leaves block r of the reduction on rank r") {
 }
 
 TEST_CASE("pairwise all-to-all sends block j of rank i to block i of rank j, in place or not") {
-  const AlgorithmInfo& algorithm = only(Collective::kAllToAll);
-  for (int ranks = 1; ranks <= 8; ++ranks) {
-    for (bool inPlace : {false, true}) {
-      const std::size_t count = 5;
-      LocalFabric fabric(ranks);
-      const std::size_t total = count * static_cast<std::size_t>(ranks);
-      std::vector<std::vector<std::uint16_t>> in(static_cast<std::size_t>(ranks)), out(in.size());
-      std::vector<std::unique_ptr<CollectiveTask>> tasks;
-      for (int r = 0; r < ranks; ++r) {
-        auto& mine = in[static_cast<std::size_t>(r)];
-        for (std::size_t i = 0; i < total; ++i)
-          mine.push_back(static_cast<std::uint16_t>(r * 1000 + i));
-        out[static_cast<std::size_t>(r)] = inPlace ? mine : std::vector<std::uint16_t>(total, 0);
-        CollectiveArgs args;
-        args.dtype = DataType::kBFloat16;  // any 2-byte type: all-to-all moves bytes
-        args.count = count;
-        args.recv = out[static_cast<std::size_t>(r)].data();
-        args.send = inPlace ? args.recv : mine.data();
-        tasks.push_back(algorithm.make(fabric.transport(r), args));
-      }
-      INFO("ranks=" << ranks << (inPlace ? " in place" : ""));
-      REQUIRE(runAll(fabric, tasks).toString() == "OK");
-      for (int j = 0; j < ranks; ++j) {
-        for (int i = 0; i < ranks; ++i) {
-          for (std::size_t k = 0; k < count; ++k) {
-            CHECK(out[static_cast<std::size_t>(j)][static_cast<std::size_t>(i) * count + k] ==
-                  in[static_cast<std::size_t>(i)][static_cast<std::size_t>(j) * count + k]);
+  for (const AlgorithmInfo* each : algorithmsOf(Collective::kAllToAll)) {
+    const AlgorithmInfo& algorithm = *each;
+    INFO(algorithm.name);
+    for (int ranks = 1; ranks <= 8; ++ranks) {
+      for (bool inPlace : {false, true}) {
+        const std::size_t count = 5;
+        LocalFabric fabric(ranks);
+        const std::size_t total = count * static_cast<std::size_t>(ranks);
+        std::vector<std::vector<std::uint16_t>> in(static_cast<std::size_t>(ranks)), out(in.size());
+        std::vector<std::unique_ptr<CollectiveTask>> tasks;
+        for (int r = 0; r < ranks; ++r) {
+          auto& mine = in[static_cast<std::size_t>(r)];
+          for (std::size_t i = 0; i < total; ++i)
+            mine.push_back(static_cast<std::uint16_t>(r * 1000 + i));
+          out[static_cast<std::size_t>(r)] = inPlace ? mine : std::vector<std::uint16_t>(total, 0);
+          CollectiveArgs args;
+          args.dtype = DataType::kBFloat16;  // any 2-byte type: all-to-all moves bytes
+          args.count = count;
+          args.recv = out[static_cast<std::size_t>(r)].data();
+          args.send = inPlace ? args.recv : mine.data();
+          tasks.push_back(algorithm.make(fabric.transport(r), args));
+        }
+        INFO("ranks=" << ranks << (inPlace ? " in place" : ""));
+        REQUIRE(runAll(fabric, tasks).toString() == "OK");
+        for (int j = 0; j < ranks; ++j) {
+          for (int i = 0; i < ranks; ++i) {
+            for (std::size_t k = 0; k < count; ++k) {
+              CHECK(out[static_cast<std::size_t>(j)][static_cast<std::size_t>(i) * count + k] ==
+                    in[static_cast<std::size_t>(i)][static_cast<std::size_t>(j) * count + k]);
+            }
           }
         }
       }

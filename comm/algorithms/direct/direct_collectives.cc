@@ -4,6 +4,7 @@
 //   broadcast:     a non-root reads B from the root;
 //   allGather:     reads each peer's block;
 //   reduceScatter: reads its block from each peer, reducing as it goes;
+//   reduce:        the root reads every peer's input, reducing as it goes;
 //   allToAll:      reads from each peer the block meant for it.
 // Reductions go in pieces of kPiece bytes through a scratch buffer that stays in cache.
 #include <algorithm>
@@ -154,6 +155,30 @@ class DirectReduceScatter final : public DirectTask {
   std::unique_ptr<std::byte[]> staged_;
 };
 
+class DirectReduce final : public DirectTask {
+ public:
+  DirectReduce(transport::Transport& transport, const CollectiveArgs& args)
+      : DirectTask(transport, args, 1), reducer_(args_, elementBytes_) {}
+
+ private:
+  // The root folds every peer's input into its receive buffer; the others only wait until it
+  // has read theirs.
+  Status work(int) override {
+    if (rank_ != args_.root) return Status::Ok();
+    copyInput();
+    return reducer_.fold(n_, rank_, recvBytes(), 0, args_.count * elementBytes_,
+                         [this](int p, void* into, std::uint64_t at, std::size_t bytes) {
+                           return read(p, into, peerSend(p) + at, bytes);
+                         });
+  }
+  Result<bool> finish() override {
+    if (rank_ != args_.root) return true;
+    return finishReduction(args_.recv, args_.count);
+  }
+
+  Reducer reducer_;
+};
+
 class DirectAllToAll final : public DirectTask {
  public:
   DirectAllToAll(transport::Transport& transport, const CollectiveArgs& args)
@@ -207,6 +232,10 @@ std::unique_ptr<CollectiveTask> makeDirectAllGather(transport::Transport& transp
 std::unique_ptr<CollectiveTask> makeDirectReduceScatter(transport::Transport& transport,
                                                         const CollectiveArgs& args) {
   return std::make_unique<DirectReduceScatter>(transport, args);
+}
+std::unique_ptr<CollectiveTask> makeDirectReduce(transport::Transport& transport,
+                                                 const CollectiveArgs& args) {
+  return std::make_unique<DirectReduce>(transport, args);
 }
 std::unique_ptr<CollectiveTask> makeDirectAllToAll(transport::Transport& transport,
                                                    const CollectiveArgs& args) {
