@@ -35,7 +35,8 @@ Status checkMessage(int self, int peer, const OpSignature& expected, std::size_t
   const std::string who = "rank " + std::to_string(peer);
   if (!signaturesAgree(expected, got)) {
     return Status(StatusCode::kMismatch, who + " called " + describe(got) + " where rank " +
-                                             std::to_string(self) + " called " + describe(expected));
+                                             std::to_string(self) + " called " +
+                                             describe(expected));
   }
   if (payload > capacity) {
     return Status(StatusCode::kMismatch, "a message from " + who + " is longer than the " +
