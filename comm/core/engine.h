@@ -1,6 +1,7 @@
 // The progress engine: one per process, shared by every communicator. It owns the UCX worker
 // and the operations in flight, and advances them from a progress thread that sleeps on the
-// worker's event fd when nothing happens (2 cores, 8 ranks: nothing may spin), and from any
+// worker's event fd, its own eventfd (which shared-memory peers write to) and the peers' pidfds
+// when nothing happens (2 cores, 8 ranks: nothing may spin), and from any
 // thread waiting on a Work, which drives progress itself for a few microseconds first (a small
 // operation then completes without two thread switches).
 //

@@ -1,8 +1,8 @@
 // The transport interface: nonblocking point-to-point messages among the members of one
 // communicator epoch. It is all that collective algorithms see (as Gloo's pair.h and UCC's TLs):
 // an algorithm posts sends and receives by peer rank and tag, then drives progress until its
-// requests are done. UCX (other hosts, or every peer under FTCOMM_TRANSPORT=ucx) implements it
-// now; the shared-memory transport of the performance issue will implement it beside UCX.
+// requests are done. UCX (other hosts, or every peer under FTCOMM_TRANSPORT=ucx) and shared
+// memory (peers on this host, shm/) implement it.
 //
 // Matching: a receive names its sender and a MessageTag; messages with the same sender and tag
 // match in the order they were sent. The channel separates communicator epochs (the facade gives
