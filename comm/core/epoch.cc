@@ -1,11 +1,14 @@
 #include "core/epoch.h"
 
 #include <cstdlib>
+#include <iostream>
+#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "core/submit.h"
 #include "recorder/flight_recorder.h"
+#include "transport/shm/shm_access.h"
 
 namespace ftcomm::detail {
 
@@ -124,7 +127,20 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
   if (!channel.ok()) return channel.status();
   state->channel = *channel;
   std::shared_ptr<shm::ShmDomain> domain;
-  if (world.transport != TransportMode::kUcx) {
+  // Where processes may not reach into each other, auto offers no shared memory (every pair
+  // involving this process then agrees on UCX); shm refuses.
+  const Status& access =
+      world.transport == TransportMode::kUcx ? Status::Ok() : shm::processAccess();
+  if (world.transport == TransportMode::kShm && !access.ok()) {
+    return Status(access.code(), "FTCOMM_TRANSPORT=shm: " + access.message());
+  }
+  if (world.transport == TransportMode::kAuto && !access.ok()) {
+    static std::once_flag told;
+    std::call_once(told, [&] {
+      std::cerr << "ftcomm: " << access.message() << "; peers on this host use UCX\n";
+    });
+  }
+  if (world.transport != TransportMode::kUcx && access.ok()) {
     auto created =
         shm::ShmDomain::create(state->rank, state->size, state->epoch, world.engine->wakeFd());
     if (!created.ok()) return created.status();

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "transport/shm/shm_access.h"
 #include "transport/shm/shm_domain.h"
 #include "transport/shm/shm_segment.h"
 
@@ -224,4 +225,14 @@ TEST_CASE("a sleeping domain is woken through its eventfd by the first message, 
   CHECK(pair.domains[1]->arm() == 0);  // the message is there: no sleeping now
   pair.domains[0]->send(nullptr, 1, 3, {3, 1, kP2p}, &value, sizeof value);
   CHECK(::read(pair.wake[1], &woken, sizeof woken) == -1);  // already woken: one write is enough
+}
+
+TEST_CASE("the access probe says whether processes may reach into each other, and why not") {
+  // Where they may not (Yama ptrace_scope 1, a container without CAP_SYS_PTRACE), auto falls
+  // back to UCX; the probe must then say what was refused.
+  const Status& access = shm::processAccess();
+  if (!access.ok()) WARN("shared memory unavailable here: " << access.message());
+  CHECK((access.ok() || (access.code() == StatusCode::kPermissionDenied &&
+                         access.message().find("ptrace access") != std::string::npos)));
+  CHECK(&shm::processAccess() == &access);  // probed once
 }
