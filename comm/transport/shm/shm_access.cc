@@ -23,6 +23,8 @@ Status probe() {
   if (::pipe2(pipe, O_CLOEXEC) != 0)
     return unavailable(std::string("pipe: ") + std::strerror(errno));
   static volatile char secret[8] = {'f', 't', 'c', 'o', 'm', 'm', '!', 0};
+  // Everything the child needs is made before the fork: it may only make system calls.
+  const std::string path = "/proc/" + std::to_string(parent) + "/fd/" + std::to_string(pipe[0]);
   const pid_t child = ::fork();
   if (child < 0) {
     ::close(pipe[0]);
@@ -31,9 +33,7 @@ Status probe() {
   }
   if (child == 0) {
     // Only system calls from here on: the parent may have had other threads.
-    char path[64];
-    const int n = snprintf(path, sizeof path, "/proc/%d/fd/%d", parent, pipe[0]);
-    if (n <= 0 || ::open(path, O_RDONLY | O_CLOEXEC) < 0) ::_exit(kOpenFd);
+    if (::open(path.c_str(), O_RDONLY | O_CLOEXEC) < 0) ::_exit(kOpenFd);
     char got[8] = {};
     iovec local{got, sizeof got}, remote{const_cast<char*>(secret), sizeof got};
     if (::process_vm_readv(parent, &local, 1, &remote, 1, 0) != sizeof got || got[6] != '!') {
