@@ -6,7 +6,8 @@
 //   reduceScatter: reads its block from each peer, reducing as it goes;
 //   reduce:        the root reads every peer's input, reducing as it goes;
 //   allToAll:      reads from each peer the block meant for it.
-// Reductions go in pieces of kPiece bytes through a scratch buffer that stays in cache.
+// Reductions go in 128 KiB pieces through a scratch buffer that stays in cache
+// (DirectTask::foldPeerInputs).
 #include <algorithm>
 #include <cstring>
 
@@ -19,42 +20,10 @@ namespace ftcomm::algorithms {
 
 namespace {
 
-constexpr std::size_t kPiece = 128 * 1024;
-
-// Folds every peer's input [offset, offset + bytes) into `into`, which holds this rank's.
-class Reducer {
- public:
-  Reducer(const CollectiveArgs& args, std::size_t elementBytes)
-      : args_(args), elementBytes_(elementBytes) {}
-
-  template <typename Read>
-  Status fold(int n, int self, std::byte* into, std::uint64_t offset, std::size_t bytes,
-              Read&& readPeer) {
-    const std::size_t pieceBytes = kPiece / elementBytes_ * elementBytes_;
-    // Uninitialized: zeroing it would cost as much as a small collective.
-    if (!scratch_ && bytes > 0) scratch_.reset(new std::byte[std::min(pieceBytes, bytes)]);
-    for (std::size_t done = 0; done < bytes; done += pieceBytes) {
-      const std::size_t now = std::min(pieceBytes, bytes - done);
-      for (int p = 0; p < n; ++p) {
-        if (p == self) continue;
-        FTCOMM_RETURN_IF_ERROR(readPeer(p, scratch_.get(), offset + done, now));
-        FTCOMM_RETURN_IF_ERROR(
-            reduceInto(args_.dtype, args_.op, into + done, scratch_.get(), now / elementBytes_));
-      }
-    }
-    return Status::Ok();
-  }
-
- private:
-  const CollectiveArgs& args_;
-  std::size_t elementBytes_;
-  std::unique_ptr<std::byte[]> scratch_;
-};
-
 class DirectAllReduce final : public DirectTask {
  public:
   DirectAllReduce(transport::Transport& transport, const CollectiveArgs& args)
-      : DirectTask(transport, args, 2), reducer_(args_, elementBytes_) {}
+      : DirectTask(transport, args, 2) {}
 
  private:
   std::size_t start(int chunk) const {
@@ -70,10 +39,7 @@ class DirectAllReduce final : public DirectTask {
         transport::copyBytes(mine, static_cast<const std::byte*>(args_.send) + start(rank_),
                              length(rank_));
       }
-      return reducer_.fold(n_, rank_, mine, start(rank_), length(rank_),
-                           [this](int p, void* into, std::uint64_t offset, std::size_t bytes) {
-                             return read(p, into, peerSend(p) + offset, bytes);
-                           });
+      return foldPeerInputs(mine, start(rank_), length(rank_));
     }
     for (int p = 0; p < n_; ++p) {  // everyone else's slice
       if (p != rank_)
@@ -82,8 +48,6 @@ class DirectAllReduce final : public DirectTask {
     return Status::Ok();
   }
   Result<bool> finish() override { return finishReduction(args_.recv, args_.count); }
-
-  Reducer reducer_;
 };
 
 class DirectBroadcast final : public DirectTask {
@@ -124,7 +88,7 @@ class DirectAllGather final : public DirectTask {
 class DirectReduceScatter final : public DirectTask {
  public:
   DirectReduceScatter(transport::Transport& transport, const CollectiveArgs& args)
-      : DirectTask(transport, args, 1), reducer_(args_, elementBytes_) {}
+      : DirectTask(transport, args, 1) {}
 
  private:
   // The result gathers in the receive buffer, unless that overlaps the input the peers are
@@ -141,24 +105,20 @@ class DirectReduceScatter final : public DirectTask {
       target = staged_.get();
     }
     if (block > 0) transport::copyBytes(target, in + offset, block);
-    return reducer_.fold(n_, rank_, target, offset, block,
-                         [this](int p, void* into, std::uint64_t at, std::size_t bytes) {
-                           return read(p, into, peerSend(p) + at, bytes);
-                         });
+    return foldPeerInputs(target, offset, block);
   }
   Result<bool> finish() override {
     if (staged_) transport::copyBytes(args_.recv, staged_.get(), args_.count * elementBytes_);
     return finishReduction(args_.recv, args_.count);
   }
 
-  Reducer reducer_;
   std::unique_ptr<std::byte[]> staged_;
 };
 
 class DirectReduce final : public DirectTask {
  public:
   DirectReduce(transport::Transport& transport, const CollectiveArgs& args)
-      : DirectTask(transport, args, 1), reducer_(args_, elementBytes_) {}
+      : DirectTask(transport, args, 1) {}
 
  private:
   // The root folds every peer's input into its receive buffer; the others only wait until it
@@ -166,17 +126,12 @@ class DirectReduce final : public DirectTask {
   Status work(int) override {
     if (rank_ != args_.root) return Status::Ok();
     copyInput();
-    return reducer_.fold(n_, rank_, recvBytes(), 0, args_.count * elementBytes_,
-                         [this](int p, void* into, std::uint64_t at, std::size_t bytes) {
-                           return read(p, into, peerSend(p) + at, bytes);
-                         });
+    return foldPeerInputs(recvBytes(), 0, args_.count * elementBytes_);
   }
   Result<bool> finish() override {
     if (rank_ != args_.root) return true;
     return finishReduction(args_.recv, args_.count);
   }
-
-  Reducer reducer_;
 };
 
 class DirectAllToAll final : public DirectTask {

@@ -1,9 +1,35 @@
 #include "algorithms/direct/direct_task.h"
 
+#include <algorithm>
+
+#include "algorithms/reduction.h"
+
 namespace ftcomm::algorithms {
 
 DirectTask::DirectTask(transport::Transport& transport, const CollectiveArgs& args, int rounds)
     : TaskBase(transport, args), n_(transport.size()), rank_(transport.rank()), rounds_(rounds) {}
+
+namespace {
+
+constexpr std::size_t kPiece = 128 * 1024;
+
+}  // namespace
+
+Status DirectTask::foldPeerInputs(std::byte* into, std::uint64_t offset, std::size_t bytes) {
+  const std::size_t pieceBytes = kPiece / elementBytes_ * elementBytes_;
+  // Uninitialized: zeroing it would cost as much as a small collective.
+  if (!scratch_ && bytes > 0) scratch_.reset(new std::byte[std::min(pieceBytes, bytes)]);
+  for (std::size_t done = 0; done < bytes; done += pieceBytes) {
+    const std::size_t now = std::min(pieceBytes, bytes - done);
+    for (int p = 0; p < n_; ++p) {
+      if (p == rank_) continue;
+      FTCOMM_RETURN_IF_ERROR(read(p, scratch_.get(), peerSend(p) + offset + done, now));
+      FTCOMM_RETURN_IF_ERROR(
+          reduceInto(args_.dtype, args_.op, into + done, scratch_.get(), now / elementBytes_));
+    }
+  }
+  return Status::Ok();
+}
 
 void DirectTask::tellPeers(int stage) {
   Notice& mine = outbox_[static_cast<std::size_t>(stage)];

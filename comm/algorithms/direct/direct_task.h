@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "algorithms/collective_task.h"
@@ -34,6 +35,9 @@ class DirectTask : public TaskBase {
   Status read(int peer, void* into, std::uint64_t address, std::size_t bytes) {
     return bytes == 0 ? Status::Ok() : transport_.readPeer(peer, into, address, bytes);
   }
+  // Folds every peer's input [offset, offset + bytes) of its send buffer into `into`, which
+  // holds this rank's, in cache-sized pieces through a scratch buffer.
+  Status foldPeerInputs(std::byte* into, std::uint64_t offset, std::size_t bytes);
   std::uint64_t peerSend(int peer) const { return notice(0, peer).send; }
   std::uint64_t peerRecv(int peer) const { return notice(0, peer).recv; }
 
@@ -53,6 +57,7 @@ class DirectTask : public TaskBase {
   void tellPeers(int stage);
   Status checkStage(int stage) const;
 
+  std::unique_ptr<std::byte[]> scratch_;  // foldPeerInputs'; uninitialized
   const int rounds_;
   int stage_ = -1;  // the notices waited for: 0 the addresses, r the end of round r-1
   std::vector<Notice> inbox_, outbox_;

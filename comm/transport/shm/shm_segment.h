@@ -80,7 +80,6 @@ class Segment {
   Segment& operator=(Segment&& other) noexcept;
   ~Segment();
 
-  bool mapped() const { return base_ != nullptr; }
   int fd() const { return fd_; }
   void closeFd();  // every member has mapped it
   SegmentHeader& header() const { return *static_cast<SegmentHeader*>(base_); }
