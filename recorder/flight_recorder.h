@@ -19,9 +19,19 @@
 #include <vector>
 
 #include "ftcomm/status.h"
+#include "ftcomm/types.h"
 #include "recorder/op_progress.h"
 
 namespace ftcomm::recorder {
+
+// The recorded form of an operation's element type and operator (the proto's enums follow
+// ftcomm's, shifted by their UNSPECIFIED).
+inline pb::DataType recordedType(DataType dtype) {
+  return static_cast<pb::DataType>(static_cast<int>(dtype) + 1);
+}
+inline pb::ReduceOp recordedOp(ReduceOp op) {
+  return static_cast<pb::ReduceOp>(static_cast<int>(op) + 1);
+}
 
 // What the facade knows of an operation when it schedules it.
 struct OpDescriptor {

@@ -3,58 +3,21 @@
 
 #include <limits>
 
+#include "core/argument_checks.h"
 #include "core/hash.h"
 #include "core/submit.h"
 
 namespace ftcomm {
 
+using detail::checkBuffer;
+using detail::checkOp;
+using detail::checkRank;
 using detail::CollectiveCall;
+using detail::firstError;
 using transport::OpKind;
 namespace pb = recorder::v1;
 
 namespace {
-
-// Ok when `count` elements of `dtype`, `blocks` times over, fit in memory and `buffer` is given
-// where there is something to hold.
-Status checkBuffer(const void* buffer, std::size_t count, std::size_t blocks, DataType dtype,
-                   const char* what) {
-  if (static_cast<std::size_t>(dtype) >= kDataTypes.size()) {
-    return invalidArgument("unknown dtype " + std::to_string(static_cast<int>(dtype)));
-  }
-  const std::size_t limit = std::numeric_limits<std::size_t>::max() / 2;
-  if (count > 0 && (blocks == 0 || count > limit / dataTypeSize(dtype) / blocks)) {
-    return invalidArgument(std::string(what) + ": " + std::to_string(count) +
-                           " elements overflow the address space");
-  }
-  if (buffer == nullptr && count > 0) {
-    return invalidArgument(std::string(what) + " buffer is null for " + std::to_string(count) +
-                           " elements");
-  }
-  return Status::Ok();
-}
-
-Status checkRank(int rank, int size, const char* what) {
-  if (rank < 0 || rank >= size) {
-    return invalidArgument(std::string(what) + " " + std::to_string(rank) + " outside 0.." +
-                           std::to_string(size - 1));
-  }
-  return Status::Ok();
-}
-
-Status checkOp(DataType dtype, ReduceOp op) {
-  if (static_cast<std::size_t>(op) >= kReduceOps.size()) {
-    return invalidArgument("unknown reduce op " + std::to_string(static_cast<int>(op)));
-  }
-  return checkReduction(dtype, op);
-}
-
-// The first error among `checks`.
-Status firstError(std::initializer_list<Status> checks) {
-  for (const Status& s : checks) {
-    if (!s.ok()) return s;
-  }
-  return Status::Ok();
-}
 
 CollectiveCall call(const char* name, OpKind kind, pb::OpType recordOp,
                     algorithms::Collective collective, DataType dtype, const void* send, void* recv,

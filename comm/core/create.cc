@@ -5,6 +5,7 @@
 #include <future>
 
 #include "core/comm_state.h"
+#include "core/environment.h"
 #include "core/epoch.h"
 #include "core/fault_injection.h"
 #include "core/hash.h"
@@ -17,20 +18,8 @@ namespace ftcomm {
 namespace {
 
 using detail::Clock;
-
-int envInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  char* end = nullptr;
-  const long parsed = std::strtol(value, &end, 10);
-  if (*end != '\0' || parsed < 0 || parsed > (1 << 20)) return -2;  // malformed: refused below
-  return static_cast<int>(parsed);
-}
-
-std::string envString(const char* name, std::string fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
-}
+using detail::envInt;
+using detail::envString;
 
 std::uint64_t hashOf(const std::string& text) {
   return detail::hashText(text) | 1;  // never 0: 0 means "no parent" in the recorder

@@ -6,16 +6,10 @@
 namespace ftcomm::detail {
 
 namespace pb = recorder::v1;
+using recorder::recordedOp;
+using recorder::recordedType;
 
 namespace {
-
-pb::DataType recordedType(DataType dtype) {
-  return static_cast<pb::DataType>(static_cast<int>(dtype) + 1);
-}
-
-pb::ReduceOp recordedOp(ReduceOp op) {
-  return static_cast<pb::ReduceOp>(static_cast<int>(op) + 1);
-}
 
 std::chrono::milliseconds timeoutOf(const CommState& comm, const OpOptions& options) {
   return options.timeout.count() > 0 ? options.timeout : comm.opTimeout;

@@ -46,6 +46,7 @@ namespace ftcomm {
 namespace detail {
 class CommState;
 struct WorldIdentity;
+struct NcclHostAccess;
 }  // namespace detail
 
 struct CommOptions {
@@ -205,6 +206,7 @@ class Communicator {
   Work shareState(void* buffer, std::size_t count, DataType dtype, const OpOptions& options = {});
 
  private:
+  friend struct detail::NcclHostAccess;  // the NCCL backend's bootstrap reads the rendezvous
   std::shared_ptr<detail::CommState> state_;
   std::shared_ptr<detail::WorldIdentity> world_;  // null for split children
 };
