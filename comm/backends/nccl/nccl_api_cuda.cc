@@ -1,5 +1,11 @@
 // The vendor implementation of NcclApi: NCCL 2.28 and the CUDA runtime, one call each.
+//
+// The fault-tolerance entry points arrived within 2.28 (ncclCommRevoke is missing from 2.28.3,
+// seen on a GPU machine here): they are looked up when first used, so that an older libnccl
+// loaded at run time answers kNotSupported instead of ending the process with a symbol lookup
+// error.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <cstring>
@@ -15,9 +21,6 @@ static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0),
 
 ncclComm_t raw(CommRef comm) {
   return reinterpret_cast<ncclComm_t>(comm);
-}
-CommRef ref(ncclComm_t comm) {
-  return reinterpret_cast<CommRef>(comm);
 }
 cudaStream_t raw(StreamRef stream) {
   return reinterpret_cast<cudaStream_t>(stream);
@@ -105,6 +108,19 @@ ncclRedOp_t toNccl(ReduceOp op) {
     default:
       return ncclSum;
   }
+}
+
+// An NCCL entry point of the library loaded at run time, or null where it has none.
+template <typename Function>
+Function optionalEntry(const char* name) {
+  return reinterpret_cast<Function>(dlsym(RTLD_DEFAULT, name));
+}
+
+NcclResult missing(const char* name) {
+  int version = 0;
+  (void)ncclGetVersion(&version);
+  return {NcclCode::kNotSupported, std::string(name) + " is not in the NCCL loaded (version code " +
+                                       std::to_string(version) + ")"};
 }
 
 ncclConfig_t nonblockingConfig(const char* name) {
@@ -204,11 +220,10 @@ class VendorApi final : public NcclApi {
     }
     std::memcpy(raw.internal, id.data(), id.size());
     ncclConfig_t config = nonblockingConfig(name.c_str());
-    ncclComm_t c = nullptr;
-    NcclResult r =
-        fromNccl(ncclCommInitRankConfig(&c, size, raw, rank, &config), "ncclCommInitRankConfig");
-    *comm = ref(c);
-    return r;
+    *comm = nullptr;
+    return fromNccl(
+        ncclCommInitRankConfig(reinterpret_cast<ncclComm_t*>(comm), size, raw, rank, &config),
+        "ncclCommInitRankConfig");
   }
   NcclResult commAsyncError(CommRef comm) override {
     ncclResult_t async = ncclSuccess;
@@ -222,27 +237,29 @@ class VendorApi final : public NcclApi {
   NcclResult commCount(CommRef comm, int* size) override {
     return fromNccl(ncclCommCount(raw(comm), size), "ncclCommCount");
   }
+  // A nonblocking split or shrink writes the child's handle when it completes, from NCCL's own
+  // thread: NCCL gets the caller's variable, which outlives the wait.
   NcclResult commSplit(CommRef comm, int color, int key, CommRef* child) override {
     ncclConfig_t config = nonblockingConfig(nullptr);
-    ncclComm_t c = nullptr;
-    NcclResult r =
-        fromNccl(ncclCommSplit(raw(comm), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &c, &config),
-                 "ncclCommSplit");
-    *child = ref(c);
-    return r;
+    *child = nullptr;
+    return fromNccl(ncclCommSplit(raw(comm), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key,
+                                  reinterpret_cast<ncclComm_t*>(child), &config),
+                    "ncclCommSplit");
   }
   NcclResult commShrink(CommRef comm, std::span<const int> exclude, CommRef* child) override {
     ncclConfig_t config = nonblockingConfig(nullptr);
     std::vector<int> list(exclude.begin(), exclude.end());
-    ncclComm_t c = nullptr;
-    NcclResult r = fromNccl(ncclCommShrink(raw(comm), list.data(), static_cast<int>(list.size()),
-                                           &c, &config, NCCL_SHRINK_DEFAULT),
-                            "ncclCommShrink");
-    *child = ref(c);
-    return r;
+    static const auto shrink = optionalEntry<decltype(&ncclCommShrink)>("ncclCommShrink");
+    if (shrink == nullptr) return missing("ncclCommShrink");
+    *child = nullptr;
+    return fromNccl(shrink(raw(comm), list.data(), static_cast<int>(list.size()),
+                           reinterpret_cast<ncclComm_t*>(child), &config, NCCL_SHRINK_DEFAULT),
+                    "ncclCommShrink");
   }
   NcclResult commRevoke(CommRef comm) override {
-    return fromNccl(ncclCommRevoke(raw(comm), NCCL_REVOKE_DEFAULT), "ncclCommRevoke");
+    static const auto revoke = optionalEntry<decltype(&ncclCommRevoke)>("ncclCommRevoke");
+    if (revoke == nullptr) return missing("ncclCommRevoke");
+    return fromNccl(revoke(raw(comm), NCCL_REVOKE_DEFAULT), "ncclCommRevoke");
   }
   NcclResult commAbort(CommRef comm) override {
     return fromNccl(ncclCommAbort(raw(comm)), "ncclCommAbort");

@@ -157,7 +157,7 @@ Work NcclBackend::submit(const char* opName, const recorder::OpDescriptor& descr
   Pending pending{work, nullptr, deadline, ""};
   pending.what =
       std::string(opName) + " #" + std::to_string(descriptor.seq) + " of " + describe("");
-  if (aborted_ || comm_ == nullptr) {
+  if (aborted_) {
     work->complete(failedPrecondition(pending.what + ": the communicator was aborted"));
     return Work(work);
   }
@@ -177,9 +177,15 @@ Work NcclBackend::submit(const char* opName, const recorder::OpDescriptor& descr
   if (!issued.ok()) {
     if (event.ok()) freeEvents_.push_back(*event);
     Status why(issued.code(), pending.what + ": " + issued.message());
-    // NCCL refusing the arguments leaves the communicator usable; anything else breaks it.
-    if (issued.code() != StatusCode::kInvalidArgument) breakLocked(why);
+    // A nonblocking NCCL communicator keeps the error of a call it refused (seen with
+    // ncclInvalidUsage on 2.28.3): every later call fails with it. So the communicator breaks,
+    // and the epoch is revoked so that the other members do not wait for this one.
+    breakLocked(Status(StatusCode::kRevoked, describe("") + " is unusable after NCCL refused " +
+                                                 why.message() + "; reconfigure() it"));
+    const std::string reason = why.message();
     work->complete(std::move(why));
+    lock.unlock();
+    (void)setup_.bootstrap->revoke(reason);
     return Work(work);
   }
   work->markStarted();
@@ -235,8 +241,11 @@ Result<EventRef> NcclBackend::takeEventLocked() {
 void NcclBackend::breakLocked(const Status& why) {
   if (!broken_.ok()) return;
   broken_ = why;
-  // Stops kernels that wait for a dead or absent peer; the stream then drains.
-  if (comm_ != nullptr) (void)api().commRevoke(comm_);
+  // Stops kernels that wait for a dead or absent peer; the stream then drains. An NCCL without
+  // ncclCommRevoke gets the communicator aborted instead: reconfigure() then starts a fresh one.
+  if (comm_ != nullptr && api().commRevoke(comm_).code == NcclCode::kNotSupported) {
+    releaseCommLocked();
+  }
   for (auto& p : pending_) {
     p.work->complete(why);
     freeEvents_.push_back(p.event);

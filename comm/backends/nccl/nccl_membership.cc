@@ -24,7 +24,7 @@ Result<Reconfiguration> NcclBackend::reconfigure(const Reconfiguration& agreed,
   const auto deadline = Clock::now() + (timeout.count() > 0 ? timeout : setup_.setupTimeout);
   std::unique_lock<std::mutex> lock(mu_);
   const std::string what = describe("reconfigure");
-  if (aborted_ || comm_ == nullptr) return failedPrecondition(what + ": it was aborted");
+  if (aborted_) return failedPrecondition(what + ": it was aborted");
   if (setup_.parentId != 0) {
     return failedPrecondition(what +
                               ": a split child does not follow a reconfigure; split the "
@@ -43,8 +43,11 @@ Result<Reconfiguration> NcclBackend::reconfigure(const Reconfiguration& agreed,
   }
   breakLocked(Status(StatusCode::kRevoked, what + " is under way"));
   (void)api().setDevice(setup_.device);
-  // After ncclCommRevoke the communicator is in progress until it is quiescent.
-  const Status quiet = waitReady(comm_, deadline, what + " (waiting for quiescence)", false);
+  // After ncclCommRevoke the communicator is in progress until it is quiescent. Without one (an
+  // NCCL that cannot revoke had it aborted) there is nothing to shrink.
+  const Status quiet = comm_ == nullptr
+                           ? failedPrecondition("no communicator to shrink")
+                           : waitReady(comm_, deadline, what + " (waiting for quiescence)", false);
 
   std::vector<int> exclude;
   for (std::size_t r = 0; r < agreed.oldToNew.size(); ++r) {
@@ -84,7 +87,7 @@ Result<Reconfiguration> NcclBackend::reconfigure(const Reconfiguration& agreed,
     if (!fresh.ok()) return fresh.status();
     next = *fresh;
   }
-  (void)api().commAbort(comm_);
+  if (comm_ != nullptr) (void)api().commAbort(comm_);
   comm_ = next;
   int rank = -1, size = 0;
   if (!api().commUserRank(comm_, &rank).ok() || !api().commCount(comm_, &size).ok() ||
@@ -110,8 +113,8 @@ Result<std::shared_ptr<NcclBackend>> NcclBackend::split(int color, int key,
   const auto deadline = Clock::now() + (timeout.count() > 0 ? timeout : setup_.setupTimeout);
   std::unique_lock<std::mutex> lock(mu_);
   const std::string what = describe("split");
-  if (aborted_ || comm_ == nullptr) return failedPrecondition(what + ": it was aborted");
   if (!broken_.ok()) return broken_;
+  if (aborted_ || comm_ == nullptr) return failedPrecondition(what + ": it was aborted");
   FTCOMM_RETURN_IF_ERROR(setup_.bootstrap->health());
   // NCCL does not say who the child's members are; the bootstrap does, and the same answer
   // checks NCCL's.
@@ -177,8 +180,8 @@ Result<WindowRef> NcclBackend::registerWindow(void* buffer, std::size_t bytes,
   const auto deadline = Clock::now() + (timeout.count() > 0 ? timeout : setup_.setupTimeout);
   std::lock_guard<std::mutex> lock(mu_);
   const std::string what = describe("window registration");
-  if (aborted_ || comm_ == nullptr) return failedPrecondition(what + ": it was aborted");
   if (!broken_.ok()) return broken_;
+  if (aborted_ || comm_ == nullptr) return failedPrecondition(what + ": it was aborted");
   (void)api().setDevice(setup_.device);
   WindowRef window = nullptr;
   NcclResult r = api().windowRegister(comm_, buffer, bytes, &window);
