@@ -168,6 +168,13 @@ TEST_CASE("communicator: SIGUSR1 to a running member dumps its recorder and the 
   CHECK_THAT(fr.transcript(), Catch::Contains("all_reduce"));
 }
 
+TEST_CASE(
+    "nccl: over a host communicator the NCCL id travels through the rendezvous, a host "
+    "revoke fails NCCL work and reconfigure follows the host") {
+  for (const auto& result : run("nccl-host", 3))
+    CHECK_THAT(result, Catch::StartsWith("OK nccl-host"));
+}
+
 TEST_CASE("shared memory: FTCOMM_TRANSPORT other than auto, ucx or shm fails creation naming it") {
   auto results = run("p2p", 2, {"FTCOMM_TRANSPORT=bogus"});
   for (const auto& result : results) {

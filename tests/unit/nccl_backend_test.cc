@@ -4,6 +4,7 @@
 // fallback, split and windows. The GPU tests (tests/gpu/) run the same code on NCCL.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <future>
 #include <thread>
 #include <vector>
@@ -252,6 +253,10 @@ TEST_CASE("Vector NCCL collectives become one group of sends and receives", "[nc
   CHECK(issued == 2);
   CHECK(m.api->called("groupStart"));
   CHECK(m.api->called("groupEnd"));
+  // A receive reports its size, as on the host.
+  Work received = m.comm->recv(buffer.data(), 8, DataType::kFloat32, 0, 5);
+  REQUIRE(received.wait(5000ms).ok());
+  CHECK(received.bytes() == 32);
 }
 
 TEST_CASE("NCCL reconfigure shrinks without the failed ranks when every survivor shrank",
@@ -308,8 +313,40 @@ TEST_CASE("NCCL reconfigure starts a fresh communicator everywhere when one shri
   CHECK(members[0].api->called("commShrink failed 2"));
   CHECK(members[1].api->called("commShrink 2"));
   // Both abandoned the shrink and joined a fresh communicator of two.
-  CHECK(members[1].api->called("commInitRank rank 1"));
+  const auto calls = members[1].api->calls();
+  CHECK(std::count_if(calls.begin(), calls.end(),
+                      [](const std::string& c) { return c.rfind("commInitRank", 0) == 0; }) == 2);
   CHECK(members[1].comm->size() == 2);
+}
+
+TEST_CASE("Without ncclCommRevoke a broken communicator is aborted and reconfigure starts afresh",
+          "[nccl]") {
+  auto group = std::make_shared<LocalGroup>();
+  auto members = createGroup(2, group);
+  for (auto& m : members) {
+    m.api->revokeMissing = true;
+    m.api->eventsFire = false;
+  }
+  auto buffer = deviceBuffer(*members[0].api, 4);
+  Work pending = members[0].comm->allReduce(buffer.data(), buffer.data(), 4, DataType::kFloat32,
+                                            ReduceOp::kSum);
+  REQUIRE(group->revoke("rank 1 died").ok());
+  CHECK(pending.wait(5000ms).code() == StatusCode::kRevoked);
+  CHECK(members[0].api->called("commAbort"));
+  group->advance();
+  Reconfiguration agreed;
+  agreed.epoch = group->epoch();
+  agreed.size = 1;
+  agreed.rank = 0;
+  agreed.oldToNew = {0, -1};
+  REQUIRE(members[0].comm->reconfigure(agreed).status().toString() == "OK");
+  CHECK_FALSE(members[0].api->called("commShrink"));
+  const auto calls = members[0].api->calls();
+  CHECK(std::count_if(calls.begin(), calls.end(), [](const std::string& c) {
+          return c.rfind("commInitRank", 0) == 0;
+        }) == 2);  // creation, then the fresh communicator
+  members[0].api->eventsFire = true;
+  CHECK(members[0].comm->barrier().wait(5000ms).ok());
 }
 
 TEST_CASE("NCCL reconfigure refuses an agreement of another epoch, and split children", "[nccl]") {

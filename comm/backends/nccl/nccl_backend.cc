@@ -154,7 +154,11 @@ Work NcclBackend::submit(const char* opName, const recorder::OpDescriptor& descr
     return Work(work);
   }
   std::unique_lock<std::mutex> lock(mu_);
-  Pending pending{work, nullptr, deadline, ""};
+  Pending pending{work, nullptr, deadline, "", 0};
+  if (descriptor.op == recorder::pb::RECV) {
+    // The recorded dtype is ftcomm's shifted by UNSPECIFIED (recorder::recordedType).
+    pending.bytes = descriptor.countOut * dataTypeSize(static_cast<DataType>(descriptor.dtype - 1));
+  }
   pending.what =
       std::string(opName) + " #" + std::to_string(descriptor.seq) + " of " + describe("");
   if (aborted_) {
@@ -264,7 +268,7 @@ bool NcclBackend::pollLocked(std::string* revokeEpoch) {
       return false;
     }
     if (!done) break;
-    front.work->complete(Status::Ok());
+    front.work->complete(Status::Ok(), front.bytes);
     freeEvents_.push_back(front.event);
     pending_.pop_front();
   }

@@ -103,7 +103,8 @@ class NcclBackend : public std::enable_shared_from_this<NcclBackend> {
     std::shared_ptr<detail::WorkState> work;
     EventRef event = nullptr;
     Clock::time_point deadline;
-    std::string what;  // "allReduce #3 of nccl (epoch 1)"
+    std::string what;       // "allReduce #3 of nccl (epoch 1)"
+    std::size_t bytes = 0;  // what Work::bytes() reports: a receive's size
   };
 
   explicit NcclBackend(NcclSetup setup);

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "backends/nccl/nccl_backend.h"
+#include "backends/nccl/nccl_host.h"
 #include "backends/nccl/nccl_status.h"
 #include "core/comm_state.h"
 #include "core/environment.h"
@@ -85,6 +86,12 @@ Result<std::unique_ptr<NcclCommunicator>> NcclCommunicator::create(Communicator&
   std::string why;
   std::shared_ptr<nccl::NcclApi> api = nccl::makeVendorApi(&why);
   if (api == nullptr) return failedPrecondition(why);
+  return nccl::createOverHost(host, options, std::move(api));
+}
+
+Result<std::unique_ptr<NcclCommunicator>> nccl::createOverHost(Communicator& host,
+                                                               const NcclOptions& options,
+                                                               std::shared_ptr<NcclApi> api) {
   int devices = 0;
   FTCOMM_RETURN_IF_ERROR(nccl::toStatus(api->deviceCount(&devices), "counting CUDA devices"));
   if (devices == 0) {
