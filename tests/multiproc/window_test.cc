@@ -1,0 +1,59 @@
+// RMA windows under real mpirun with a real rendezvous server: ftcomm-test-rma members
+// (tests/fixtures/rma_peer.cc) run one scenario each and report one line per rank.
+#include <catch2/catch.hpp>
+
+#include "mpi_job.h"
+#include "rendezvous_server_process.h"
+
+using namespace ftcomm::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::string> run(const std::string& scenario, int ranks, bool keepSurvivors = false,
+                             std::vector<std::string> env = {}) {
+  MpiJob job;
+  job.env = std::move(env);
+  job.ranks = ranks;
+  job.command = {binary("ftcomm-test-rma"), "--scenario", scenario};
+  job.timeout = 240s;
+  job.keepSurvivors = keepSurvivors;
+  return runMpiJob(job);
+}
+
+}  // namespace
+
+TEST_CASE("window: put, get and fence move 1 B to 64 MiB between ranks, checked at both ends") {
+  for (const auto& result : run("sizes", 3)) CHECK(result == "OK sizes");
+}
+
+TEST_CASE("window: an access outside the target's window is refused before anything moves") {
+  for (const auto& result : run("bounds", 3)) CHECK(result == "OK bounds");
+}
+
+TEST_CASE("window: every rank puts to its own offset of one target at once, and atomics add up") {
+  for (const auto& result : run("concurrent", 4)) CHECK(result == "OK concurrent");
+}
+
+TEST_CASE("window: a signal is seen only after the data put before it") {
+  for (const auto& result : run("ordering", 3)) CHECK(result == "OK ordering");
+}
+
+TEST_CASE("window: registered memory is reached with process_vm_writev and readv") {
+  for (const auto& result : run("registered", 3)) CHECK(result == "OK registered");
+}
+
+TEST_CASE("window: a dead target fails puts and waits, and the window goes on after reconfigure") {
+  const auto results = run("kill", 3, true);
+  REQUIRE(results.size() == 3);
+  CHECK(results[0] == "OK kill size=2");
+  CHECK(results[1] == "OK kill size=2");
+  CHECK(results[2] == "missing");
+}
+
+TEST_CASE("window: under FTCOMM_TRANSPORT=ucx creation is refused, saying why") {
+  for (const auto& result : run("sizes", 2, false, {"FTCOMM_TRANSPORT=ucx"})) {
+    CHECK_THAT(result, Catch::StartsWith("ERROR allocate: FailedPrecondition") &&
+                           Catch::Contains("FTCOMM_TRANSPORT=ucx"));
+  }
+}
