@@ -33,13 +33,12 @@ struct Descriptor {
   std::uint32_t reachable;  // this process allows same-host access, FTCOMM_TRANSPORT allows it
 };
 
-// Why this process cannot offer same-host access ("" when it can).
+// Why this process does not offer same-host access ("" when it does): the others then reach
+// it through UCX.
 std::string unreachableReason() {
   auto mode = detail::transportModeFromEnv();
   if (!mode.ok()) return mode.status().message();
-  if (*mode == detail::TransportMode::kUcx) {
-    return "FTCOMM_TRANSPORT=ucx, and windows over UCX RMA are not built yet";
-  }
+  if (*mode == detail::TransportMode::kUcx) return "FTCOMM_TRANSPORT=ucx";
   if (!shm::processAccess().ok()) return shm::processAccess().message();
   return "";
 }
@@ -80,12 +79,8 @@ Status WindowState::establish() {
   FTCOMM_RETURN_IF_ERROR(
       comm.allGather(&mine, all.data(), sizeof(Descriptor), DataType::kUint8).wait());
 
-  // Every member checks the same descriptors, so every member reaches the same verdict; its own
-  // reason first, when it has one.
-  if (!why.empty()) {
-    return failedPrecondition("window of " + comm.name() + ": rank " + std::to_string(me) +
-                              " cannot offer shared memory: " + why);
-  }
+  // Every member checks the same descriptors, so every member reaches the same verdict.
+  bool anyRemote = false;
   for (int r = 0; r < size; ++r) {
     const Descriptor& d = all[static_cast<std::size_t>(r)];
     const std::string who = "window of " + comm.name() + ": rank " + std::to_string(r);
@@ -99,12 +94,7 @@ Status WindowState::establish() {
       return invalidArgument(who + (d.registered ? " registered memory" : " allocated") +
                              ", this rank did not: every member must create the window alike");
     }
-    if (d.host != mine.host) {
-      return failedPrecondition(who +
-                                " is on another host: windows reach members on the same "
-                                "host only (UCX RMA is not built yet)");
-    }
-    if (d.reachable == 0) return failedPrecondition(who + " cannot offer shared memory");
+    anyRemote |= d.host != mine.host || d.reachable == 0 || !why.empty();
   }
   std::vector<WindowMember> reached(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) {
@@ -115,7 +105,8 @@ Status WindowState::establish() {
     m.bytes = d.bytes;
     m.registered = registered;
     m.address = d.address;
-    if (m.self) continue;
+    m.viaUcx = !m.self && (d.host != mine.host || d.reachable == 0 || !why.empty());
+    if (m.self || m.viaUcx) continue;
     auto region = WindowRegion::open(d.pid, d.fd, d.slots, registered ? 0 : d.bytes);
     if (!region.ok()) {
       return Status(region.status().code(), "window of " + comm.name() + ": rank " +
@@ -125,9 +116,22 @@ Status WindowState::establish() {
     m.region = std::move(*region);
     if (!registered) m.data = m.region.data();
   }
+  // Members elsewhere (or all, under FTCOMM_TRANSPORT=ucx): UCX RMA, set up by everyone when
+  // anyone needs it (it exchanges keys collectively).
+  std::unique_ptr<UcxWindowPath> path;
+  if (anyRemote) {
+    std::vector<bool> remote;
+    for (const WindowMember& m : reached) remote.push_back(m.viaUcx);
+    ucx.reset();  // the previous epoch's registrations go first
+    auto made = UcxWindowPath::establish(comm, ownData(), bytes, own.signals(),
+                                         options.signalSlots * sizeof(std::uint64_t), remote);
+    if (!made.ok()) return made.status();
+    path = std::move(*made);
+  }
   // Everyone has mapped every region: the descriptors may go (the mappings keep the memory).
   FTCOMM_RETURN_IF_ERROR(comm.barrier().wait());
   own.closeFd();
+  ucx = std::move(path);
   members = std::move(reached);
   epoch = comm.epoch();
   return Status::Ok();
@@ -144,7 +148,8 @@ Status WindowState::reconfigure() {
   return establish();
 }
 
-Work WindowState::finish(recorder::v1::OpType op, int target, std::size_t count, Status status) {
+std::shared_ptr<recorder::OpProgress> WindowState::record(recorder::v1::OpType op, int target,
+                                                          std::size_t count) {
   recorder::OpDescriptor d;
   d.commId = comm.id();
   d.epoch = epoch;
@@ -153,11 +158,18 @@ Work WindowState::finish(recorder::v1::OpType op, int target, std::size_t count,
   d.dtype = recorder::v1::UINT8;
   d.countIn = count;
   d.peer = target;
-  d.algorithm = "shm";
-  auto work = std::make_shared<detail::WorkState>(
-      nullptr, recorder::FlightRecorder::process().record(d), detail::Clock::now());
+  const bool remote = target >= 0 && target < static_cast<int>(members.size()) &&
+                      members[static_cast<std::size_t>(target)].viaUcx;
+  d.algorithm = remote ? "ucx" : "shm";
+  return recorder::FlightRecorder::process().record(d);
+}
+
+Work WindowState::finish(std::shared_ptr<recorder::OpProgress> progress, Status status,
+                         std::size_t bytes) {
+  auto work =
+      std::make_shared<detail::WorkState>(nullptr, std::move(progress), detail::Clock::now());
   work->markStarted();
-  work->complete(std::move(status), op == recorder::v1::RMA_GET ? count : 0);
+  work->complete(std::move(status), bytes);
   return Work(work);
 }
 

@@ -95,61 +95,77 @@ Status named(const char* what, int target, Status status) {
 }  // namespace
 
 Work Window::put(const void* source, std::size_t bytes, int target, std::size_t offset,
-                 const OpOptions&) {
+                 const OpOptions& options) {
+  auto progress = state_->record(pb::RMA_PUT, target, bytes);
   Status s = checkAccess(*state_, "put", target, offset, bytes, source);
   if (s.ok()) s = usable(*state_);
-  if (s.ok() && bytes > 0) {
-    s = named("put", target,
-              copyWith(*state_, target, offset, const_cast<void*>(source), bytes, true));
+  if (!s.ok() || bytes == 0) return rma::WindowState::finish(std::move(progress), s);
+  if (state_->members[static_cast<std::size_t>(target)].viaUcx) {
+    return state_->ucx->put(source, bytes, target, offset, std::move(progress), options.timeout);
   }
-  return state_->finish(pb::RMA_PUT, target, bytes, std::move(s));
+  s = named("put", target,
+            copyWith(*state_, target, offset, const_cast<void*>(source), bytes, true));
+  return rma::WindowState::finish(std::move(progress), std::move(s));
 }
 
 Work Window::get(void* destination, std::size_t bytes, int target, std::size_t offset,
-                 const OpOptions&) {
+                 const OpOptions& options) {
+  auto progress = state_->record(pb::RMA_GET, target, bytes);
   Status s = checkAccess(*state_, "get", target, offset, bytes, destination);
   if (s.ok()) s = usable(*state_);
-  if (s.ok() && bytes > 0) {
-    s = named("get", target, copyWith(*state_, target, offset, destination, bytes, false));
+  if (!s.ok() || bytes == 0) return rma::WindowState::finish(std::move(progress), s);
+  if (state_->members[static_cast<std::size_t>(target)].viaUcx) {
+    return state_->ucx->get(destination, bytes, target, offset, std::move(progress),
+                            options.timeout);
   }
-  return state_->finish(pb::RMA_GET, target, bytes, std::move(s));
+  s = named("get", target, copyWith(*state_, target, offset, destination, bytes, false));
+  const std::size_t got = s.ok() ? bytes : 0;
+  return rma::WindowState::finish(std::move(progress), std::move(s), got);
 }
 
 Work Window::atomicAdd(int target, std::size_t offset, std::int64_t value, std::int64_t* previous,
-                       const OpOptions&) {
+                       const OpOptions& options) {
+  auto progress = state_->record(pb::RMA_ATOMIC_ADD, target, sizeof(std::int64_t));
   Status s = checkAccess(*state_, "atomicAdd", target, offset, sizeof(std::int64_t), &value);
   if (s.ok() && offset % sizeof(std::int64_t) != 0) {
     s = invalidArgument("atomicAdd: offset " + std::to_string(offset) + " is not 8-byte aligned");
   }
-  if (s.ok() && state_->registered) {
+  const bool remote = s.ok() && state_->members[static_cast<std::size_t>(target)].viaUcx;
+  if (s.ok() && state_->registered && !remote) {
     s = invalidArgument(
         "atomicAdd needs a window from Window::allocate(): registered memory of "
-        "another process cannot be updated atomically");
+        "another process on this host cannot be updated atomically");
   }
   if (s.ok()) s = usable(*state_);
-  if (s.ok()) {
-    const WindowMember& m = state_->members[static_cast<std::size_t>(target)];
-    std::byte* base = m.self ? state_->ownData() : m.data;
-    auto* word = reinterpret_cast<std::int64_t*>(base + offset);
-    const std::int64_t before =
-        std::atomic_ref<std::int64_t>(*word).fetch_add(value, std::memory_order_acq_rel);
-    if (previous != nullptr) *previous = before;
+  if (!s.ok()) return rma::WindowState::finish(std::move(progress), s);
+  if (remote) {
+    return state_->ucx->atomicAdd(target, offset, value, previous, std::move(progress),
+                                  options.timeout);
   }
-  return state_->finish(pb::RMA_ATOMIC_ADD, target, sizeof(std::int64_t), std::move(s));
+  const WindowMember& m = state_->members[static_cast<std::size_t>(target)];
+  std::byte* base = m.self ? state_->ownData() : m.data;
+  auto* word = reinterpret_cast<std::int64_t*>(base + offset);
+  const std::int64_t before =
+      std::atomic_ref<std::int64_t>(*word).fetch_add(value, std::memory_order_acq_rel);
+  if (previous != nullptr) *previous = before;
+  return rma::WindowState::finish(std::move(progress), Status::Ok());
 }
 
-Work Window::signal(int target, std::size_t slot, std::uint64_t value, const OpOptions&) {
+Work Window::signal(int target, std::size_t slot, std::uint64_t value, const OpOptions& options) {
+  auto progress = state_->record(pb::RMA_SIGNAL, target, 0);
   Status s = checkAccess(*state_, "signal", target, 0, 0, &value);
   if (s.ok() && slot >= state_->options.signalSlots) {
     s = invalidArgument("signal: slot " + std::to_string(slot) + " of " +
                         std::to_string(state_->options.signalSlots));
   }
   if (s.ok()) s = usable(*state_);
-  if (s.ok()) {
-    // Release: the puts this thread issued to the target before are visible with the signal.
-    state_->slotsOf(target)[slot].fetch_add(value, std::memory_order_release);
+  if (!s.ok()) return rma::WindowState::finish(std::move(progress), s);
+  if (state_->members[static_cast<std::size_t>(target)].viaUcx) {
+    return state_->ucx->signal(target, slot, value, std::move(progress), options.timeout);
   }
-  return state_->finish(pb::RMA_SIGNAL, target, 0, std::move(s));
+  // Release: the puts this thread issued to the target before are visible with the signal.
+  state_->slotsOf(target)[slot].fetch_add(value, std::memory_order_release);
+  return rma::WindowState::finish(std::move(progress), Status::Ok());
 }
 
 std::uint64_t Window::signalValue(std::size_t slot) const {
@@ -187,29 +203,42 @@ Status Window::waitSignal(std::size_t slot, std::uint64_t expected,
                              ", after " + std::to_string(timeout.count()) + " ms");
       break;
     }
+    // A signal over UCX lands when the engine progresses (its thread does too, when woken).
+    if (state_->ucx != nullptr) state_->ucx->progress();
     if (now < spinUntil) continue;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(500));
   }
-  (void)state_->finish(pb::RMA_WAIT_SIGNAL, state_->comm.rank(), 0, outcome);
+  (void)rma::WindowState::finish(state_->record(pb::RMA_WAIT_SIGNAL, state_->comm.rank(), 0),
+                                 outcome);
   return outcome;
 }
 
-// Same-host operations are complete when their Work is: a flush has nothing left to wait for,
-// beyond the target still being there.
+// Same-host operations are complete when their Work is: only members reached through UCX have
+// anything to flush.
 Work Window::flush(int target) {
+  auto progress = state_->record(pb::RMA_FLUSH, target, 0);
   Status s = checkAccess(*state_, "flush", target, 0, 0, this);
   if (s.ok()) s = usable(*state_);
-  return state_->finish(pb::RMA_FLUSH, target, 0, std::move(s));
+  if (s.ok() && state_->members[static_cast<std::size_t>(target)].viaUcx) {
+    return state_->ucx->flush(target, std::move(progress), {});
+  }
+  return rma::WindowState::finish(std::move(progress), std::move(s));
 }
 
 Work Window::flushAll() {
-  return state_->finish(pb::RMA_FLUSH, -1, 0, usable(*state_));
+  auto progress = state_->record(pb::RMA_FLUSH, -1, 0);
+  Status s = usable(*state_);
+  if (s.ok() && state_->ucx != nullptr) return state_->ucx->flush(-1, std::move(progress), {});
+  return rma::WindowState::finish(std::move(progress), std::move(s));
 }
 
 Work Window::fence(const OpOptions& options) {
-  if (Status s = usable(*state_); !s.ok()) return state_->finish(pb::RMA_FENCE, -1, 0, s);
-  (void)state_->finish(pb::RMA_FENCE, -1, 0, Status::Ok());
+  auto progress = state_->record(pb::RMA_FENCE, -1, 0);
+  Status s = usable(*state_);
+  if (s.ok()) s = flushAll().wait();
+  if (!s.ok()) return rma::WindowState::finish(std::move(progress), s);
+  (void)rma::WindowState::finish(std::move(progress), Status::Ok());
   return state_->comm.barrier(options);
 }
 

@@ -17,6 +17,7 @@
 #include "ftcomm/proto/recorder.pb.h"
 #include "ftcomm/window.h"
 #include "rma/window_region.h"
+#include "rma/window_ucx.h"
 
 namespace ftcomm::rma {
 
@@ -29,6 +30,7 @@ struct WindowMember {
   WindowRegion region;        // its signal slots (and data, for allocated windows); not self
   std::byte* data = nullptr;  // allocated windows: its data, mapped here
   std::uint64_t address = 0;  // registered windows: its data's address in its own process
+  bool viaUcx = false;        // another host, or no shared-memory access: UCX RMA
 };
 
 class WindowState {
@@ -45,7 +47,8 @@ class WindowState {
   void* const userBase;
   const std::size_t bytes;
   WindowRegion own;
-  std::vector<WindowMember> members;  // by rank
+  std::vector<WindowMember> members;   // by rank
+  std::unique_ptr<UcxWindowPath> ucx;  // null when every member is reached through shared memory
   std::uint64_t epoch = 0;
   std::atomic<std::uint64_t> seq{0};
 
@@ -56,9 +59,13 @@ class WindowState {
     return m.self ? own.signals() : m.region.signals();
   }
 
-  // Records a finished operation (they run to completion in the call) in the flight recorder
-  // and returns its Work, completed with `status`.
-  Work finish(recorder::v1::OpType op, int target, std::size_t count, Status status);
+  // Records an operation in the flight recorder; its progress is what finish() or the UCX path
+  // completes.
+  std::shared_ptr<recorder::OpProgress> record(recorder::v1::OpType op, int target,
+                                               std::size_t count);
+  // A Work for an operation that ended in the call.
+  static Work finish(std::shared_ptr<recorder::OpProgress> progress, Status status,
+                     std::size_t bytes = 0);
 
  private:
   WindowState(Communicator& c, const WindowOptions& o, bool r, void* base, std::size_t n)

@@ -6,26 +6,12 @@
 #include "backends/nccl/nccl_backend.h"
 #include "backends/nccl/nccl_host.h"
 #include "backends/nccl/nccl_status.h"
-#include "core/comm_state.h"
+#include "core/comm_access.h"
 #include "core/environment.h"
 #include "core/hash.h"
 #include "ftcomm/nccl_communicator.h"
 
 namespace ftcomm {
-
-namespace detail {
-
-// What the bootstrap needs of a host communicator beyond its public API.
-struct NcclHostAccess {
-  static std::shared_ptr<rendezvous::RendezvousClient> rendezvous(const Communicator& host) {
-    return host.state_->rendezvous;
-  }
-  static std::chrono::milliseconds opTimeout(const Communicator& host) {
-    return host.state_->opTimeout;
-  }
-};
-
-}  // namespace detail
 
 namespace {
 
@@ -107,7 +93,8 @@ Result<std::unique_ptr<NcclCommunicator>> nccl::createOverHost(Communicator& hos
 
   nccl::NcclSetup setup;
   setup.api = std::move(api);
-  setup.bootstrap = std::make_shared<HostBootstrap>(host, detail::NcclHostAccess::rendezvous(host));
+  setup.bootstrap =
+      std::make_shared<HostBootstrap>(host, detail::CommAccess::state(host)->rendezvous);
   setup.device = *device;
   setup.rank = host.rank();
   setup.size = host.size();
@@ -120,8 +107,8 @@ Result<std::unique_ptr<NcclCommunicator>> nccl::createOverHost(Communicator& hos
   setup.keyPrefix = "ftcomm/nccl/" + std::to_string(host.id()) + "/" + std::to_string(generation);
   setup.setupTimeout =
       options.timeout.count() > 0 ? options.timeout : std::chrono::milliseconds(createMs);
-  setup.opTimeout =
-      options.opTimeout.count() > 0 ? options.opTimeout : detail::NcclHostAccess::opTimeout(host);
+  setup.opTimeout = options.opTimeout.count() > 0 ? options.opTimeout
+                                                  : detail::CommAccess::state(host)->opTimeout;
   auto backend = nccl::NcclBackend::create(std::move(setup));
   if (!backend.ok()) return backend.status();
   return std::make_unique<NcclCommunicator>(std::move(*backend));

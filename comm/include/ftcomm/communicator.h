@@ -46,7 +46,7 @@ namespace ftcomm {
 namespace detail {
 class CommState;
 struct WorldIdentity;
-struct NcclHostAccess;
+struct CommAccess;
 }  // namespace detail
 
 struct CommOptions {
@@ -206,7 +206,7 @@ class Communicator {
   Work shareState(void* buffer, std::size_t count, DataType dtype, const OpOptions& options = {});
 
  private:
-  friend struct detail::NcclHostAccess;  // the NCCL backend's bootstrap reads the rendezvous
+  friend struct detail::CommAccess;  // the NCCL backend and RMA windows reach its state
   std::shared_ptr<detail::CommState> state_;
   std::shared_ptr<detail::WorldIdentity> world_;  // null for split children
 };

@@ -5,16 +5,19 @@
 // Paths: a member on the same host reaches a window of Window::allocate() directly (the region
 // lives in a memfd that the others map through /proc; a put or get is one copy, an atomic is a
 // CPU atomic on the shared page) and a window of Window::registerMemory() with process_vm_writev
-// / process_vm_readv (one copy). The same-host path needs what the shared-memory transport needs
-// (ptrace-level access between the processes, and FTCOMM_TRANSPORT other than ucx); a member on
-// another host, or any member without that access, makes creation fail with FailedPrecondition
-// (UCX RMA for those is not built yet).
+// / process_vm_readv (one copy). That needs what the shared-memory transport needs (ptrace-level
+// access between the processes). Members on other hosts, and every member under
+// FTCOMM_TRANSPORT=ucx or without that access, are reached with UCX RMA (ucp_mem_map, packed
+// rkeys exchanged among the members, ucp_put_nbx / ucp_get_nbx / ucp_atomic_op_nbx).
 //
-// Ordering: put, get and atomicAdd on this path are complete when their Work is (at once); a
-// signal is an atomic add to the target's slot with release order, so a member that sees it in
-// waitSignal (acquire) also sees every put it issued to that target before the signal.
-// flush(target), flushAll() and fence() complete everything issued before them; fence() is also
-// a barrier of the communicator (MPI_Win_fence).
+// Ordering and completion: on the same host, put, get and atomicAdd are complete when their Work
+// is (at once). Over UCX a put's Work completes when the source may be reused, and the data is
+// at the target after flush(target), flushAll() or fence(); get and atomicAdd complete when
+// their value is here (atomicAdd's *previous must stay valid until then). A signal adds to the
+// target's slot after the puts issued before it (release order on the same host, a worker fence
+// over UCX), so a member that sees it in waitSignal also sees those puts' data. flush(target),
+// flushAll() and fence() complete everything issued before them; fence() is also a barrier of
+// the communicator (MPI_Win_fence).
 //
 // Bounds are checked before anything is touched: an access outside the target's region, a slot
 // beyond the window's, or an unaligned atomic is refused with InvalidArgument.
@@ -54,7 +57,8 @@ class Window {
   // Collective over `comm`: this member's region of `bytes` (zero-filled), allocated by ftcomm.
   static Result<std::unique_ptr<Window>> allocate(Communicator& comm, std::size_t bytes,
                                                   const WindowOptions& options = {});
-  // Collective: the caller's memory, which must outlive the window. atomicAdd needs allocate().
+  // Collective: the caller's memory, which must outlive the window. atomicAdd on a member of the
+  // same host needs allocate() (another process's ordinary memory cannot be updated atomically).
   static Result<std::unique_ptr<Window>> registerMemory(Communicator& comm, void* base,
                                                         std::size_t bytes,
                                                         const WindowOptions& options = {});

@@ -42,7 +42,8 @@ Result<std::shared_ptr<UcxWorker>> UcxWorker::create() {
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  // RMA and 64-bit atomics for windows over UCX (comm/rma/window_ucx.cc).
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP | UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
   ucs_status_t s = ucp_init(&params, config, &self->context_);
   ucp_config_release(config);
   if (s != UCS_OK) return ucxError("ucp_init", s);

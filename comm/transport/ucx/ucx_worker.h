@@ -57,6 +57,8 @@ class UcxWorker {
   UcxWorker& operator=(const UcxWorker&) = delete;
 
   ucp_worker_h handle() const { return worker_; }
+  // For memory registration (RMA windows).
+  ucp_context_h context() const { return context_; }
   // This worker's address: the opaque bytes peers connect to (published through the rendezvous).
   const std::string& address() const { return address_; }
 
