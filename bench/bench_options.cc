@@ -13,8 +13,8 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "ftcomm-bench: " << why
             << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
-               "alltoall [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check] "
-               "[--compare mpi,gloo,recorder-off] [--json]\n";
+               "alltoall|put|get [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] "
+               "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json]\n";
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
 }
@@ -64,17 +64,26 @@ Options parse(int argc, char** argv) {
       for (std::size_t at = 0; at <= list.size();) {
         const std::size_t comma = std::min(list.find(',', at), list.size());
         const std::string peer = list.substr(at, comma - at);
-        if (peer != "mpi" && peer != "gloo" && peer != "recorder-off")
-          usage("--compare takes a list of mpi, gloo and recorder-off, not '" + peer + "'");
+        if (peer != "mpi" && peer != "gloo" && peer != "recorder-off" && peer != "ucx" &&
+            peer != "ucx-peer")
+          usage("--compare takes a list of mpi, gloo, recorder-off, ucx and ucx-peer, not '" +
+                peer + "'");
         o.peers.push_back(peer);
         at = comma + 1;
       }
     } else
       usage("unknown flag " + flag);
   }
-  const std::vector<std::string> ops = {"allreduce", "broadcast",     "reduce",
-                                        "allgather", "reducescatter", "alltoall"};
+  const std::vector<std::string> ops = {"allreduce", "broadcast", "reduce", "allgather",
+                                        "reducescatter", "alltoall", "put", "get"};
   if (std::find(ops.begin(), ops.end(), o.op) == ops.end()) usage("unknown op " + o.op);
+  const bool oneSided = o.op == "put" || o.op == "get";
+  for (const std::string& peer : o.peers) {
+    if (oneSided != (peer == "ucx" || peer == "ucx-peer")) {
+      usage("--compare " + peer + " does not go with --op " + o.op +
+            " (put and get compare with ucx and ucx-peer, the collectives with the others)");
+    }
+  }
   if (o.minBytes == 0 || o.minBytes > o.maxBytes) usage("need 0 < min-bytes <= max-bytes");
   if (o.iters < 0) usage("--iters must be positive");
   if (o.rounds < 1 || o.rounds > 1000) usage("--rounds must be in 1..1000");

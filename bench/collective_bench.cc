@@ -3,6 +3,7 @@
 //   mpirun -np N ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|alltoall
 //          [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check]
 //          [--compare mpi,gloo,recorder-off] [--json]
+//   mpirun -np 2 ftcomm-bench --op put|get [--compare ucx,ucx-peer] ...   (rma_bench.cc)
 //
 // Sizes follow nccl-tests: the bytes of the whole vector (allreduce, broadcast, reduce) or of
 // the whole result / input (allgather, reducescatter, alltoall), float32 elements. Time is the
@@ -45,6 +46,7 @@
 #include "bench_options.h"
 #include "ftcomm/communicator.h"
 #include "gloo_peer.h"
+#include "rma_bench.h"
 #include "recorder/flight_recorder.h"
 
 extern char** environ;
@@ -222,9 +224,9 @@ int main(int argc, char** argv) {
     glooDir = glooStoreDir(rank);
     gloo = GlooPeer::connect(rank, n, glooDir);
   }
-  int failures = 0;
+  int failures = isOneSided(o.op) ? runRmaBench(c, o) : 0;
   bool headed = false;
-  for (std::size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= 2) {
+  for (std::size_t bytes = o.minBytes; !isOneSided(o.op) && bytes <= o.maxBytes; bytes *= 2) {
     const Shape s = shapeOf(o.op, bytes, n);
     std::string verdict;
     if (o.check) {
