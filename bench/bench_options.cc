@@ -74,8 +74,8 @@ Options parse(int argc, char** argv) {
     } else
       usage("unknown flag " + flag);
   }
-  const std::vector<std::string> ops = {"allreduce", "broadcast", "reduce", "allgather",
-                                        "reducescatter", "alltoall", "put", "get"};
+  const std::vector<std::string> ops = {"allreduce",     "broadcast", "reduce", "allgather",
+                                        "reducescatter", "alltoall",  "put",    "get"};
   if (std::find(ops.begin(), ops.end(), o.op) == ops.end()) usage("unknown op " + o.op);
   const bool oneSided = o.op == "put" || o.op == "get";
   for (const std::string& peer : o.peers) {

@@ -46,8 +46,8 @@
 #include "bench_options.h"
 #include "ftcomm/communicator.h"
 #include "gloo_peer.h"
-#include "rma_bench.h"
 #include "recorder/flight_recorder.h"
+#include "rma_bench.h"
 
 extern char** environ;
 

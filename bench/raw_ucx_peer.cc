@@ -29,16 +29,15 @@ std::vector<std::string> allGather(const void* data, std::size_t bytes, int n) {
                  MPI_COMM_WORLD);
   std::vector<std::string> out;
   for (std::size_t r = 0; r < sizes.size(); ++r) {
-    out.push_back(all.substr(static_cast<std::size_t>(displs[r]),
-                             static_cast<std::size_t>(sizes[r])));
+    out.push_back(
+        all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(sizes[r])));
   }
   return out;
 }
 
 }  // namespace
 
-std::unique_ptr<RawUcxPeer> RawUcxPeer::connect(void* buffer, std::size_t bytes,
-                                                bool peerErrors) {
+std::unique_ptr<RawUcxPeer> RawUcxPeer::connect(void* buffer, std::size_t bytes, bool peerErrors) {
   int rank = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);

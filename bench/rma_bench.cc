@@ -127,16 +127,17 @@ int runRmaBench(Communicator& comm, const Options& o) {
       std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"ranks\":%d", o.op.c_str(), bytes, comm.size());
       for (const RmaColumn& column : columns) {
         const double us = median(column.rounds);
-        std::printf(",\"%s_us\":%.3f,\"%s_gbs\":%.4f", column.name.c_str(), us,
-                    column.name.c_str(), bytes / us / 1e3);
+        std::printf(",\"%s_us\":%.3f,\"%s_gbs\":%.4f", column.name.c_str(), us, column.name.c_str(),
+                    bytes / us / 1e3);
       }
       std::printf("}\n");
     } else {
       if (!headed) {
         headed = true;
-        std::printf("# ftcomm-bench --op %s: rank 0 on rank 1's window, median of %d rounds; "
-                    "ratio = peer time / ftcomm time (above 1: ftcomm is faster)\n",
-                    o.op.c_str(), o.rounds);
+        std::printf(
+            "# ftcomm-bench --op %s: rank 0 on rank 1's window, median of %d rounds; "
+            "ratio = peer time / ftcomm time (above 1: ftcomm is faster)\n",
+            o.op.c_str(), o.rounds);
         std::printf("%12s", "bytes");
         for (const RmaColumn& column : columns) {
           std::printf(" %14s %8s", (column.name + "_us").c_str(), "GB/s");
