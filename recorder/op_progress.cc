@@ -17,6 +17,13 @@ void OpProgress::markStarted() {
   }
 }
 
+void OpProgress::markStartedAtScheduling() {
+  int expected = pb::SCHEDULED;
+  if (state_.compare_exchange_strong(expected, pb::STARTED, std::memory_order_acq_rel)) {
+    startedNs_.store(scheduledNs_, std::memory_order_release);
+  }
+}
+
 bool OpProgress::beginFinish() {
   int current = state_.load(std::memory_order_acquire);
   while (current == pb::SCHEDULED || current == pb::STARTED) {

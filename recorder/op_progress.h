@@ -24,6 +24,9 @@ class OpProgress {
   OpProgress() : scheduledNs_(monotonicNs()) {}
 
   void markStarted();
+  // An operation that ran within the call that scheduled it: started when scheduled, completed
+  // now (one clock read instead of two).
+  void markStartedAtScheduling();
   void markCompleted();
   void markFailed(std::string error);
 

@@ -31,6 +31,10 @@ class WorkState {
   void markStarted() {
     if (progress_) progress_->markStarted();
   }
+  // Started when it was scheduled (an operation that runs within its call).
+  void markStartedAtScheduling() {
+    if (progress_) progress_->markStartedAtScheduling();
+  }
   // Writes a failure into the flight-recorder entry ahead of complete(), so that a dump taken in
   // between shows it; complete() then finishes the Work (its recorder transition is ignored).
   void recordFailure(const Status& status) {

@@ -319,6 +319,36 @@ TEST_CASE("NCCL reconfigure starts a fresh communicator everywhere when one shri
   CHECK(members[1].comm->size() == 2);
 }
 
+TEST_CASE("NCCL reconfigure that admits a replacement starts a fresh communicator it joins",
+          "[nccl]") {
+  auto group = std::make_shared<LocalGroup>();
+  auto members = createGroup(2, group);
+  REQUIRE(group->revoke("a replacement is waiting").ok());
+  group->advance();
+  Reconfiguration agreed;
+  agreed.epoch = group->epoch();
+  agreed.size = 3;
+  agreed.oldToNew = {0, 1};
+  agreed.admitted = {2};
+  std::vector<std::future<Status>> done;
+  for (int old : {0, 1}) {
+    Reconfiguration mine = agreed;
+    mine.rank = old;
+    done.push_back(std::async(std::launch::async, [&members, old, mine] {
+      return members[static_cast<std::size_t>(old)].comm->reconfigure(mine).status();
+    }));
+  }
+  // The newcomer creates its communicator in the new epoch, under the same keys.
+  auto newcomerApi = std::make_shared<FakeNcclApi>();
+  auto newcomer = NcclBackend::create(setupOf(newcomerApi, group, 2, 3));
+  for (auto& d : done) REQUIRE(d.get().toString() == "OK");
+  REQUIRE(newcomer.ok());
+  CHECK(newcomerApi->lastId() == members[0].api->lastId());
+  CHECK_FALSE(members[0].api->called("commShrink"));  // a grow is never a shrink
+  CHECK(members[1].comm->size() == 3);
+  CHECK((*newcomer)->epoch() == agreed.epoch);
+}
+
 TEST_CASE("Without ncclCommRevoke a broken communicator is aborted and reconfigure starts afresh",
           "[nccl]") {
   auto group = std::make_shared<LocalGroup>();
