@@ -5,8 +5,9 @@
 //
 // Completion: a put's Work completes when its source may be reused (UCX's local completion);
 // the data is at the target after flush(target), flushAll() or fence(). get and atomicAdd
-// complete when their value is here. signal() puts a worker fence before its atomic add, so the
-// target sees it only after the puts issued before it. A peer's death completes its requests
+// complete when their value is here. signal() puts a worker fence before its atomic add (UCX
+// starts it only once the operations issued before are complete), so the target sees it only
+// after those puts. A peer's death completes its requests
 // with PeerFailed (the endpoints use UCX's PEER error mode).
 //
 // Thread-safety: every UCX call is made under the engine's mutex.
