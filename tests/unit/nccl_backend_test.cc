@@ -1,7 +1,7 @@
 // The NCCL backend's bookkeeping on CPU, over the scripted FakeNcclApi and a LocalBootstrap
-// whose ranks are threads: setup and its deadline, Works completed by events, the failure paths
-// (deadline, asynchronous error, the epoch's end), argument checks, reconfigure's shrink and its
-// fallback, split and windows. The GPU tests (tests/gpu/) run the same code on NCCL.
+// whose ranks are threads: the error mapping, setup and its deadline, Works completed by events,
+// the failure paths (deadline, asynchronous error, the epoch's end), argument checks. Membership
+// changes are in nccl_membership_test.cc; the GPU tests (tests/gpu/) run the same code on NCCL.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,67 +12,14 @@
 #include "backends/nccl/nccl_backend.h"
 #include "backends/nccl/nccl_status.h"
 #include "backends/nccl/unique_id_text.h"
-#include "fake_nccl_api.h"
 #include "ftcomm/nccl_communicator.h"
+#include "nccl_test_group.h"
 #include "recorder/flight_recorder.h"
 
 using namespace ftcomm;
 using namespace ftcomm::nccl;
-using ftcomm::nccl::testing::FakeNcclApi;
+using namespace ftcomm::nccl::testing;
 using namespace std::chrono_literals;
-
-namespace {
-
-struct Member {
-  std::shared_ptr<FakeNcclApi> api = std::make_shared<FakeNcclApi>();
-  std::unique_ptr<NcclCommunicator> comm;
-};
-
-NcclSetup setupOf(const std::shared_ptr<FakeNcclApi>& api, const std::shared_ptr<LocalGroup>& group,
-                  int rank, int size) {
-  NcclSetup setup;
-  setup.api = api;
-  setup.bootstrap = std::make_shared<LocalBootstrap>(group);
-  setup.rank = rank;
-  setup.size = size;
-  setup.name = "fake";
-  setup.id = 4242;
-  for (int r = 0; r < size; ++r) setup.worldRanks.push_back(r);
-  setup.keyPrefix = "test/nccl";
-  setup.setupTimeout = 5s;
-  setup.opTimeout = 5s;
-  return setup;
-}
-
-// Creates `size` members, each on its own thread as real ranks would.
-std::vector<Member> createGroup(int size, const std::shared_ptr<LocalGroup>& group,
-                                std::vector<Status>* statuses = nullptr) {
-  std::vector<Member> members(static_cast<std::size_t>(size));
-  std::vector<std::future<Status>> done;
-  for (int r = 0; r < size; ++r) {
-    done.push_back(std::async(std::launch::async, [&, r] {
-      Member& m = members[static_cast<std::size_t>(r)];
-      auto backend = NcclBackend::create(setupOf(m.api, group, r, size));
-      if (!backend.ok()) return backend.status();
-      m.comm = std::make_unique<NcclCommunicator>(std::move(*backend));
-      return Status::Ok();
-    }));
-  }
-  for (auto& d : done) {
-    Status s = d.get();
-    if (statuses != nullptr) statuses->push_back(s);
-  }
-  return members;
-}
-
-// A buffer the fake calls device memory.
-std::vector<float> deviceBuffer(FakeNcclApi& api, std::size_t count) {
-  std::vector<float> buffer(count);
-  api.markDevice(buffer.data());
-  return buffer;
-}
-
-}  // namespace
 
 TEST_CASE("NCCL results map to the error model by what the caller should do", "[nccl]") {
   CHECK(toStatus({NcclCode::kRemoteError, "peer gone"}, "allReduce").code() ==
@@ -257,189 +204,6 @@ TEST_CASE("Vector NCCL collectives become one group of sends and receives", "[nc
   Work received = m.comm->recv(buffer.data(), 8, DataType::kFloat32, 0, 5);
   REQUIRE(received.wait(5000ms).ok());
   CHECK(received.bytes() == 32);
-}
-
-TEST_CASE("NCCL reconfigure shrinks without the failed ranks when every survivor shrank",
-          "[nccl]") {
-  auto group = std::make_shared<LocalGroup>();
-  auto members = createGroup(3, group);
-  REQUIRE(group->revoke("rank 1 died").ok());
-  group->advance();
-  Reconfiguration agreed;
-  agreed.epoch = group->epoch();
-  agreed.size = 2;
-  agreed.oldToNew = {0, -1, 1};
-  std::vector<std::future<Result<Reconfiguration>>> done;
-  for (int old : {0, 2}) {
-    Reconfiguration mine = agreed;
-    mine.rank = agreed.oldToNew[static_cast<std::size_t>(old)];
-    done.push_back(std::async(std::launch::async, [&members, old, mine] {
-      return members[static_cast<std::size_t>(old)].comm->reconfigure(mine);
-    }));
-  }
-  for (auto& d : done) REQUIRE(d.get().ok());
-  CHECK(members[2].api->called("commShrink 1"));
-  CHECK_FALSE(members[2].api->called("commInitRank rank 1"));
-  CHECK(members[2].comm->rank() == 1);
-  CHECK(members[2].comm->size() == 2);
-  CHECK(members[2].comm->epoch() == agreed.epoch);
-  auto buffer = deviceBuffer(*members[2].api, 4);
-  CHECK(members[2]
-            .comm->allReduce(buffer.data(), buffer.data(), 4, DataType::kFloat32, ReduceOp::kSum)
-            .wait(5000ms)
-            .ok());
-}
-
-TEST_CASE("NCCL reconfigure starts a fresh communicator everywhere when one shrink failed",
-          "[nccl]") {
-  auto group = std::make_shared<LocalGroup>();
-  auto members = createGroup(3, group);
-  members[0].api->shrinkFails = true;
-  REQUIRE(group->revoke("rank 2 died").ok());
-  group->advance();
-  Reconfiguration agreed;
-  agreed.epoch = group->epoch();
-  agreed.size = 2;
-  agreed.oldToNew = {0, 1, -1};
-  std::vector<std::future<Result<Reconfiguration>>> done;
-  for (int old : {0, 1}) {
-    Reconfiguration mine = agreed;
-    mine.rank = old;
-    done.push_back(std::async(std::launch::async, [&members, old, mine] {
-      return members[static_cast<std::size_t>(old)].comm->reconfigure(mine);
-    }));
-  }
-  for (auto& d : done) REQUIRE(d.get().ok());
-  CHECK(members[0].api->called("commShrink failed 2"));
-  CHECK(members[1].api->called("commShrink 2"));
-  // Both abandoned the shrink and joined a fresh communicator of two.
-  const auto calls = members[1].api->calls();
-  CHECK(std::count_if(calls.begin(), calls.end(),
-                      [](const std::string& c) { return c.rfind("commInitRank", 0) == 0; }) == 2);
-  CHECK(members[1].comm->size() == 2);
-}
-
-TEST_CASE("NCCL reconfigure that admits a replacement starts a fresh communicator it joins",
-          "[nccl]") {
-  auto group = std::make_shared<LocalGroup>();
-  auto members = createGroup(2, group);
-  REQUIRE(group->revoke("a replacement is waiting").ok());
-  group->advance();
-  Reconfiguration agreed;
-  agreed.epoch = group->epoch();
-  agreed.size = 3;
-  agreed.oldToNew = {0, 1};
-  agreed.admitted = {2};
-  std::vector<std::future<Status>> done;
-  for (int old : {0, 1}) {
-    Reconfiguration mine = agreed;
-    mine.rank = old;
-    done.push_back(std::async(std::launch::async, [&members, old, mine] {
-      return members[static_cast<std::size_t>(old)].comm->reconfigure(mine).status();
-    }));
-  }
-  // The newcomer creates its communicator in the new epoch, under the same keys.
-  auto newcomerApi = std::make_shared<FakeNcclApi>();
-  auto newcomer = NcclBackend::create(setupOf(newcomerApi, group, 2, 3));
-  for (auto& d : done) REQUIRE(d.get().toString() == "OK");
-  REQUIRE(newcomer.ok());
-  CHECK(newcomerApi->lastId() == members[0].api->lastId());
-  CHECK_FALSE(members[0].api->called("commShrink"));  // a grow is never a shrink
-  CHECK(members[1].comm->size() == 3);
-  CHECK((*newcomer)->epoch() == agreed.epoch);
-}
-
-TEST_CASE("Without ncclCommRevoke a broken communicator is aborted and reconfigure starts afresh",
-          "[nccl]") {
-  auto group = std::make_shared<LocalGroup>();
-  auto members = createGroup(2, group);
-  for (auto& m : members) {
-    m.api->revokeMissing = true;
-    m.api->eventsFire = false;
-  }
-  auto buffer = deviceBuffer(*members[0].api, 4);
-  Work pending = members[0].comm->allReduce(buffer.data(), buffer.data(), 4, DataType::kFloat32,
-                                            ReduceOp::kSum);
-  REQUIRE(group->revoke("rank 1 died").ok());
-  CHECK(pending.wait(5000ms).code() == StatusCode::kRevoked);
-  CHECK(members[0].api->called("commAbort"));
-  group->advance();
-  Reconfiguration agreed;
-  agreed.epoch = group->epoch();
-  agreed.size = 1;
-  agreed.rank = 0;
-  agreed.oldToNew = {0, -1};
-  REQUIRE(members[0].comm->reconfigure(agreed).status().toString() == "OK");
-  CHECK_FALSE(members[0].api->called("commShrink"));
-  const auto calls = members[0].api->calls();
-  CHECK(std::count_if(calls.begin(), calls.end(), [](const std::string& c) {
-          return c.rfind("commInitRank", 0) == 0;
-        }) == 2);  // creation, then the fresh communicator
-  members[0].api->eventsFire = true;
-  CHECK(members[0].comm->barrier().wait(5000ms).ok());
-}
-
-TEST_CASE("NCCL reconfigure refuses an agreement of another epoch, and split children", "[nccl]") {
-  auto group = std::make_shared<LocalGroup>();
-  auto members = createGroup(1, group);
-  Reconfiguration stale;
-  stale.epoch = group->epoch();
-  stale.size = 1;
-  stale.rank = 0;
-  stale.oldToNew = {0};
-  auto r = members[0].comm->reconfigure(stale);
-  CHECK(r.status().code() == StatusCode::kFailedPrecondition);
-  auto child = members[0].comm->split(0, 0);
-  REQUIRE(child.ok());
-  REQUIRE(*child != nullptr);
-  group->advance();
-  stale.epoch = group->epoch();
-  CHECK((*child)->reconfigure(stale).status().code() == StatusCode::kFailedPrecondition);
-}
-
-TEST_CASE("NCCL split orders members by key and gives kNoColor nothing", "[nccl]") {
-  auto group = std::make_shared<LocalGroup>();
-  auto members = createGroup(3, group);
-  // Ranks 0 and 2 form a child with rank 2 first (key 0 < key 5); rank 1 takes no part.
-  members[0].api->splitRank = 1;
-  members[2].api->splitRank = 0;
-  const int colors[] = {7, Communicator::kNoColor, 7};
-  const int keys[] = {5, 0, 0};
-  std::vector<std::future<Result<std::unique_ptr<NcclCommunicator>>>> done;
-  for (int r = 0; r < 3; ++r) {
-    done.push_back(std::async(std::launch::async, [&, r] {
-      return members[static_cast<std::size_t>(r)].comm->split(colors[r], keys[r]);
-    }));
-  }
-  auto child0 = done[0].get();
-  auto child1 = done[1].get();
-  auto child2 = done[2].get();
-  REQUIRE(child0.ok());
-  REQUIRE(child1.ok());
-  REQUIRE(child2.ok());
-  CHECK(*child1 == nullptr);
-  REQUIRE(*child0 != nullptr);
-  CHECK((*child0)->rank() == 1);
-  CHECK((*child0)->size() == 2);
-  CHECK((*child0)->worldRanks() == std::vector<int>{2, 0});
-  CHECK((*child2)->rank() == 0);
-}
-
-TEST_CASE("NCCL windows register collectively and refuse one-sided put", "[nccl]") {
-  auto group = std::make_shared<LocalGroup>();
-  auto members = createGroup(1, group);
-  {
-    auto window = members[0].comm->allocateWindow(1 << 16);
-    REQUIRE(window.ok());
-    CHECK(members[0].api->called("windowRegister"));
-    const Status put = (*window)->put(nullptr, 8, 0, 0).wait();
-    CHECK(put.code() == StatusCode::kFailedPrecondition);
-    CHECK(put.message().find("not supported by this NCCL") != std::string::npos);
-  }
-  CHECK(members[0].api->called("windowDeregister"));
-  std::vector<char> host(8192);
-  CHECK(members[0].comm->registerWindow(host.data(), 4096).status().code() ==
-        StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("An aborted NCCL communicator refuses every later operation", "[nccl]") {
