@@ -10,6 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "transport/shm/peer_mapping.h"
+
 namespace ftcomm::rma {
 namespace {
 
@@ -54,25 +56,19 @@ Result<WindowRegion> WindowRegion::create(std::size_t slots, std::size_t dataByt
 
 Result<WindowRegion> WindowRegion::open(pid_t pid, int fd, std::size_t slots,
                                         std::size_t dataBytes) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
   WindowRegion region;
   region.slots_ = slots;
   region.length_ = headerBytes(slots) + dataBytes;
-  const int opened = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (opened < 0) return errnoStatus("opening the window region " + path);
-  struct stat st {};
-  const bool sized =
-      ::fstat(opened, &st) == 0 && static_cast<std::size_t>(st.st_size) == region.length_;
-  void* base = sized
-                   ? ::mmap(nullptr, region.length_, PROT_READ | PROT_WRITE, MAP_SHARED, opened, 0)
-                   : MAP_FAILED;
-  ::close(opened);
-  if (!sized) return unavailable(path + " is not a window region of the announced size");
-  if (base == MAP_FAILED) return errnoStatus("mapping the window region " + path);
-  region.base_ = base;
-  const auto* header = static_cast<const Header*>(base);
-  if (header->magic != kMagic || header->slots != slots || header->dataBytes != dataBytes) {
-    return unavailable(path + " is not the window region announced");
+  auto mapped = shm::mapPeerFd(pid, fd, region.length_);
+  if (!mapped.ok()) return mapped.status();
+  region.base_ = mapped->base;
+  const std::size_t length = mapped->length;
+  const auto* header = static_cast<const Header*>(region.base_);
+  if (length != region.length_ || header->magic != kMagic || header->slots != slots ||
+      header->dataBytes != dataBytes) {
+    region.length_ = length;  // unmapped whole by the destructor
+    return unavailable("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd) +
+                       " is not the window region announced");
   }
   return region;
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "transport/copy_bytes.h"
+#include "transport/shm/peer_mapping.h"
 
 namespace ftcomm::shm {
 namespace {
@@ -52,27 +53,20 @@ Result<Segment> Segment::create(int owner, int members, std::size_t ringBytes,
 }
 
 Result<Segment> Segment::open(pid_t pid, int fd, int owner, int members, std::uint64_t epoch) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  auto mapped = mapPeerFd(pid, fd, sizeof(SegmentHeader));
+  if (!mapped.ok()) return mapped.status();
   Segment s;
-  s.fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (s.fd_ < 0) return unavailable(errnoText(("opening " + path).c_str()));
-  struct stat st {};
-  if (::fstat(s.fd_, &st) != 0 || static_cast<std::size_t>(st.st_size) < sizeof(SegmentHeader)) {
-    return unavailable(path + " is not a shared-memory segment of ftcomm");
-  }
-  s.length_ = static_cast<std::size_t>(st.st_size);
-  void* base = ::mmap(nullptr, s.length_, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd_, 0);
-  if (base == MAP_FAILED) return unavailable(errnoText(("mmap of " + path).c_str()));
-  s.base_ = base;
+  s.base_ = mapped->base;
+  s.length_ = mapped->length;
   const SegmentHeader& h = s.header();
   s.ringBytes_ = h.ringBytes;
   if (h.magic != SegmentHeader::kMagic || h.epoch != epoch || h.owner != owner ||
       h.members != members || h.ringBytes == 0 || h.ringBytes % kRecordAlign != 0 ||
       s.length_ != headerBytes(members) + static_cast<std::size_t>(members) * h.ringBytes) {
-    return unavailable(path + " is not the segment of rank " + std::to_string(owner) +
-                       " for epoch " + std::to_string(epoch));
+    return unavailable("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd) +
+                       " is not the segment of rank " + std::to_string(owner) + " for epoch " +
+                       std::to_string(epoch));
   }
-  s.closeFd();  // the mapping keeps it
   return s;
 }
 
