@@ -117,8 +117,10 @@ class NcclApi {
   [[nodiscard]] virtual NcclResult commUserRank(CommRef comm, int* rank) = 0;
   [[nodiscard]] virtual NcclResult commCount(CommRef comm, int* size) = 0;
   [[nodiscard]] virtual NcclResult commSplit(CommRef comm, int color, int key, CommRef* child) = 0;
+  // `abortFirst`: NCCL_SHRINK_ABORT, which ends the parent's operations in flight first (for a
+  // communicator that could not be revoked).
   [[nodiscard]] virtual NcclResult commShrink(CommRef comm, std::span<const int> exclude,
-                                              CommRef* child) = 0;
+                                              bool abortFirst, CommRef* child) = 0;
   [[nodiscard]] virtual NcclResult commRevoke(CommRef comm) = 0;
   [[nodiscard]] virtual NcclResult commAbort(CommRef comm) = 0;
   [[nodiscard]] virtual NcclResult commFinalize(CommRef comm) = 0;

@@ -246,14 +246,18 @@ class VendorApi final : public NcclApi {
                                   reinterpret_cast<ncclComm_t*>(child), &config),
                     "ncclCommSplit");
   }
-  NcclResult commShrink(CommRef comm, std::span<const int> exclude, CommRef* child) override {
+  NcclResult commShrink(CommRef comm, std::span<const int> exclude, bool abortFirst,
+                        CommRef* child) override {
     ncclConfig_t config = nonblockingConfig(nullptr);
+    // NCCL refuses a null list even when it is empty ("excludeRanksList argument is NULL").
     std::vector<int> list(exclude.begin(), exclude.end());
+    list.reserve(1);
     static const auto shrink = optionalEntry<decltype(&ncclCommShrink)>("ncclCommShrink");
     if (shrink == nullptr) return missing("ncclCommShrink");
     *child = nullptr;
     return fromNccl(shrink(raw(comm), list.data(), static_cast<int>(list.size()),
-                           reinterpret_cast<ncclComm_t*>(child), &config, NCCL_SHRINK_DEFAULT),
+                           reinterpret_cast<ncclComm_t*>(child), &config,
+                           abortFirst ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT),
                     "ncclCommShrink");
   }
   NcclResult commRevoke(CommRef comm) override {

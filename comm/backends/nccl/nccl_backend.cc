@@ -171,9 +171,10 @@ void NcclBackend::breakLocked(const Status& why) {
   if (!broken_.ok()) return;
   broken_ = why;
   // Stops kernels that wait for a dead or absent peer; the stream then drains. An NCCL without
-  // ncclCommRevoke gets the communicator aborted instead: reconfigure() then starts a fresh one.
-  if (comm_ != nullptr && api().commRevoke(comm_).code == NcclCode::kNotSupported) {
-    releaseCommLocked();
+  // ncclCommRevoke (2.28.3) leaves them running: reconfigure() then shrinks with
+  // NCCL_SHRINK_ABORT, which ends them first.
+  if (comm_ != nullptr) {
+    unrevoked_ = api().commRevoke(comm_).code == NcclCode::kNotSupported;
   }
   for (auto& p : pending_) {
     p.work->complete(why);

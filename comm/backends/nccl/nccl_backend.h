@@ -137,6 +137,7 @@ class NcclBackend : public std::enable_shared_from_this<NcclBackend> {
   std::deque<Pending> pending_;
   Status broken_;
   bool aborted_ = false;
+  bool unrevoked_ = false;  // broken, but this NCCL could not revoke it
   bool stopping_ = false;
   std::uint64_t epoch_ = 0;
   std::uint64_t collectiveSeq_ = 0;

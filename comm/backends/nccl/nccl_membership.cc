@@ -2,6 +2,7 @@
 // communicator when members were admitted or a shrink failed anywhere), split (ncclCommSplit)
 // and window registration, each collective and under its deadline.
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <sstream>
 
@@ -43,12 +44,12 @@ Result<Reconfiguration> NcclBackend::reconfigure(const Reconfiguration& agreed,
   }
   breakLocked(Status(StatusCode::kRevoked, what + " is under way"));
   (void)api().setDevice(setup_.device);
-  // After ncclCommRevoke the communicator is in progress until it is quiescent. Without one (an
-  // NCCL that cannot revoke had it aborted) there is nothing to shrink.
-  const Status quiet = comm_ == nullptr
-                           ? failedPrecondition("no communicator to shrink")
+  // After ncclCommRevoke the communicator is in progress until it is quiescent. One this NCCL
+  // could not revoke is shrunk with NCCL_SHRINK_ABORT, which ends its operations first.
+  const Status quiet = comm_ == nullptr ? failedPrecondition("no communicator to shrink")
+                       : unrevoked_
+                           ? Status::Ok()
                            : waitReady(comm_, deadline, what + " (waiting for quiescence)", false);
-
   std::vector<int> exclude;
   for (std::size_t r = 0; r < agreed.oldToNew.size(); ++r) {
     if (agreed.oldToNew[r] < 0) exclude.push_back(static_cast<int>(r));
@@ -60,9 +61,21 @@ Result<Reconfiguration> NcclBackend::reconfigure(const Reconfiguration& agreed,
     // start a fresh communicator (a communicator half shrunk would hang).
     bool shrunk = false;
     if (quiet.ok()) {
-      NcclResult r = api().commShrink(comm_, exclude, &next);
-      shrunk = (r.ok() || r.inProgress()) && next != nullptr &&
-               waitReady(next, deadline, what + " (ncclCommShrink)", false).ok();
+      NcclResult r = api().commShrink(comm_, exclude, unrevoked_, &next);
+      // A nonblocking shrink writes the child's handle when the parent's part is done (the
+      // parent may keep an error of its own: only its being in progress matters here).
+      if (r.inProgress()) {
+        const Status parent = waitReady(comm_, deadline, what + " (ncclCommShrink)", false);
+        r = parent.code() == StatusCode::kTimeout ? NcclResult{NcclCode::kInProgress, "timeout"}
+                                                  : ncclOk();
+      }
+      Status child = r.ok() && next != nullptr
+                         ? waitReady(next, deadline, what + " (ncclCommShrink)", false)
+                         : toStatus(r.ok() ? NcclResult{NcclCode::kInternalError, "no child"} : r,
+                                    what + " (ncclCommShrink)");
+      shrunk = child.ok();
+      // Rare, and the fallback costs a fresh communicator: say why, once per reconfigure.
+      if (!shrunk) std::fprintf(stderr, "ftcomm: %s; starting afresh\n", child.toString().c_str());
     }
     if (!shrunk && next != nullptr) {
       (void)api().commAbort(next);
@@ -102,6 +115,7 @@ Result<Reconfiguration> NcclBackend::reconfigure(const Reconfiguration& agreed,
   std::iota(setup_.worldRanks.begin(), setup_.worldRanks.end(), 0);
   epoch_ = agreed.epoch;
   broken_ = Status::Ok();
+  unrevoked_ = false;
   collectiveSeq_ = 0;
   lock.unlock();
   recordConfig();

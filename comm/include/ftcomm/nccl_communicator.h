@@ -23,7 +23,8 @@
 // and a failure seen here first revokes the host epoch so that every member learns of it.
 // Recovery: host.reconfigure(), then reconfigure(thatResult) here: the survivors shrink the NCCL
 // communicator (ncclCommShrink) or, when replacements joined or a shrink failed anywhere, start a
-// fresh one with a new unique id. Split children do not follow (split again), as on the host.
+// fresh one with a new unique id (an NCCL without ncclCommRevoke, like 2.28.3, is shrunk with
+// NCCL_SHRINK_ABORT instead). Split children do not follow (split again), as on the host.
 //
 // Thread-safety: operations may be issued from any thread; collectives in one order on every
 // member. The host Communicator must outlive this one.
