@@ -129,10 +129,10 @@ void Engine::beginSpin() {
   if (sleepingUntil_ != Clock::time_point{} && sleepingUntil_ > Clock::now() + kSpinGrace) wake();
 }
 
-void Engine::endSpin(bool done) {
+void Engine::endSpin(bool done, Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   --spinning_;
-  spinEnded_ = done ? Clock::now() : Clock::time_point{};
+  spinEnded_ = done ? now : Clock::time_point{};
   // A thread that goes to sleep hands polling back to the progress thread at once.
   if (!done && spinning_ == 0 && spinHeld_) {
     auto until = Clock::time_point::max();
@@ -155,17 +155,22 @@ bool Engine::releaseSpinLocked(Clock::time_point now, Clock::time_point& until) 
 }
 
 bool Engine::tryProgress() {
+  return tryProgress(Clock::now());
+}
+
+bool Engine::tryProgress(Clock::time_point now) {
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
-  return pollLocked();
+  return pollLocked(now);
 }
 
 void Engine::startLocked(std::unique_ptr<Operation> op) {
-  op->work->markStarted();
+  // Submitted just now: its recorder entry was made, and its deadline computed, a moment ago.
+  op->work->markStartedAtScheduling();
   Operation& started = *op;
   ops_.push_back(std::move(op));
   if (sleepingUntil_ != Clock::time_point{} && started.deadline < sleepingUntil_) wake();
-  pollLocked();
+  pollLocked(started.deadline - started.timeout);
 }
 
 void Engine::attachLocked(const std::shared_ptr<CommState>& comm) {
@@ -191,7 +196,7 @@ void Engine::addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain) {
   if (local > cores) oversubscribed_.store(true, std::memory_order_relaxed);
 }
 
-bool Engine::pollLocked() {
+bool Engine::pollLocked(Clock::time_point now) {
   bool moved = worker_->progress();
   for (auto it = domains_.begin(); it != domains_.end();) {
     auto domain = it->lock();
@@ -211,7 +216,6 @@ bool Engine::pollLocked() {
     if (comm->broken.ok()) moved |= pollControlsLocked(*comm);
     ++it;
   }
-  const auto now = Clock::now();
   for (auto& op : ops_) {
     if (op->work->done()) continue;
     if (op->failing) {

@@ -97,16 +97,19 @@ class Engine {
   // While one does, and for a grace period after (the next operation of a tight loop),
   // shared-memory peers do not wake the progress thread, which sleeps in short slices instead.
   void beginSpin();
-  // `done`: the operation completed while the thread polled (keep the grace); else the thread
-  // goes to sleep and the progress thread takes over at once.
-  void endSpin(bool done);
+  // `done`: the operation completed while the thread polled (keep the grace, from `now`); else
+  // the thread goes to sleep and the progress thread takes over at once.
+  void endSpin(bool done, Clock::time_point now);
 
   // More processes of this host's communicators than cores this process may run on: waiting
   // threads then yield after every empty poll.
   bool oversubscribed() const { return oversubscribed_.load(std::memory_order_relaxed); }
 
-  // One round of progress if no other thread is making it; true when anything moved.
+  // One round of progress if no other thread is making it; true when anything moved. `now`: a
+  // recent reading of the clock, for the deadlines (a spinning waiter reads it every few polls:
+  // on these VMs a reading costs as much as a poll).
   bool tryProgress();
+  bool tryProgress(Clock::time_point now);
 
   // A receive channel for a new communicator (transport.h's MessageTag::channel), unique in this
   // process; peers send to this process on it (UcxTransport::connect).
@@ -115,7 +118,7 @@ class Engine {
  private:
   Engine() = default;
   void run();
-  bool pollLocked();
+  bool pollLocked(Clock::time_point now = Clock::now());
   bool pollControlsLocked(CommState& comm);
   void sweepLocked();
   // Fails `op` alone (a point-to-point operation): its Work completes with `why` once its

@@ -53,8 +53,7 @@ Status Work::wait() {
   if (!state_) return status();
   if (state_->done()) return state_->result();  // no clock to read
   // The operation fails at its deadline; the margin covers the progress thread's reaction.
-  const auto left = state_->deadline() - detail::Clock::now() + std::chrono::seconds(5);
-  Status s = wait(std::chrono::duration_cast<std::chrono::milliseconds>(left));
+  Status s = waitUntil(state_->deadline() + std::chrono::seconds(5));
   if (s.code() == StatusCode::kTimeout && !state_->done()) {
     return internalError("the operation outlived its deadline by 5 s");
   }
@@ -64,8 +63,16 @@ Status Work::wait() {
 Status Work::wait(std::chrono::milliseconds timeout) {
   if (!state_) return status();
   if (state_->done()) return state_->result();
+  Status s = waitUntil(detail::Clock::now() + timeout);
+  if (s.code() == StatusCode::kTimeout && !state_->done()) {
+    return timeoutError("wait gave up after " + std::to_string(timeout.count()) +
+                        " ms; the operation goes on");
+  }
+  return s;
+}
+
+Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
   const auto start = detail::Clock::now();
-  const auto until = start + timeout;
   const auto spinUntil = start + kSpin;
   detail::Engine* engine = state_->engine();
   bool spinning = false;
@@ -77,28 +84,26 @@ Status Work::wait(std::chrono::milliseconds timeout) {
   }
   auto now = start;
   while (!state_->done()) {
-    // While spinning, the clock is read every few polls only (it costs as much as a poll).
+    // While spinning, the clock is read every few polls only (it costs as much as a poll); the
+    // engine checks its deadlines against the same reading.
     if (!spinning || ++polls % kPollsPerYield == 0) now = detail::Clock::now();
     if (spinning && now < spinUntil && now < until) {
       // Yield now and then, not after every empty poll: a yield is a system call, and the
       // message may land meanwhile.
-      if (engine->tryProgress()) continue;
+      if (engine->tryProgress(now)) continue;
       // More processes than cores: the one this thread waits for may need this core now.
       if (++idle % yieldEvery == 0) ::sched_yield();
       continue;
     }
     if (spinning) {
-      engine->endSpin(false);
+      engine->endSpin(false, now);
       spinning = false;
       continue;
     }
-    if (now >= until) {
-      return timeoutError("wait gave up after " + std::to_string(timeout.count()) +
-                          " ms; the operation goes on");
-    }
+    if (now >= until) return timeoutError("waited until the deadline");
     state_->sleepUntil(std::min(until, now + std::chrono::milliseconds(100)));
   }
-  if (spinning) engine->endSpin(true);
+  if (spinning) engine->endSpin(true, now);
   return state_->result();
 }
 

@@ -40,6 +40,9 @@ class Work {
   std::size_t bytes() const;
 
  private:
+  // Until done or `until` (Timeout).
+  Status waitUntil(std::chrono::steady_clock::time_point until);
+
   std::shared_ptr<detail::WorkState> state_;
 };
 
