@@ -42,6 +42,10 @@ TEST_CASE("window: registered memory is reached with process_vm_writev and readv
   for (const auto& result : run("registered", 3)) CHECK(result == "OK registered");
 }
 
+TEST_CASE("window: a window over each half of a split world works like one over the world") {
+  for (const auto& result : run("split", 4)) CHECK(result == "OK split");
+}
+
 TEST_CASE("window: a dead target fails puts and waits, and the window goes on after reconfigure") {
   const auto results = run("kill", 3, true);
   REQUIRE(results.size() == 3);
