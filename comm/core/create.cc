@@ -158,7 +158,7 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
   // A replacement keeps the launch rank its launcher gave it, when it has one.
   world.launchRank = rank >= 0 ? rank : view->rank;
   world.launchSize = size > 0 ? size : view->view.members_size();
-  auto state = detail::connectEpoch(world, *view, deadline);
+  auto state = detail::connectEpoch(world, *view, deadline, /*keepIfPeerFailed=*/true);
   if (!state.ok()) return state.status();
   (*state)->admittedAsReplacement = admitted;
   return std::make_unique<Communicator>(*state, std::make_shared<detail::WorldIdentity>(world));

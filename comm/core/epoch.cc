@@ -104,7 +104,7 @@ Status wireUp(const std::shared_ptr<CommState>& state, Clock::time_point deadlin
 
 Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
                                                 const rendezvous::EpochView& view,
-                                                Clock::time_point deadline) {
+                                                Clock::time_point deadline, bool keepIfPeerFailed) {
   auto state = std::make_shared<CommState>();
   state->engine = world.engine;
   state->rendezvous = world.rendezvous;
@@ -171,6 +171,13 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
   recorder::FlightRecorder::process().setIdentity(
       {world.job, world.launchRank, world.launchSize, state->epoch});
   if (Status s = wireUp(state, deadline); !s.ok()) {
+    const bool peerLost = s.code() == StatusCode::kPeerFailed || s.code() == StatusCode::kRevoked;
+    if (keepIfPeerFailed && peerLost) {
+      std::lock_guard<std::mutex> lock(world.engine->mutex());
+      // The failed wire-up broke the state already; say so again in case it did not.
+      world.engine->breakLocked(*state, s, 0, false);
+      return state;
+    }
     std::lock_guard<std::mutex> lock(world.engine->mutex());
     world.engine->closeLocked(*state);
     return s;

@@ -41,9 +41,14 @@ struct WorldIdentity {
 };
 
 // A connected, wired-up state for `view`, attached to the engine and known to the recorder.
+// `keepIfPeerFailed` (creation): a member that dies during the wire-up leaves the state revoked
+// instead of failing, so that the survivors reconfigure() without it. The wire-up's last message
+// from a member that died right after its own wire-up completed may never arrive (UCX over
+// TCP): failing creation for it would leave nothing to recover.
 Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
                                                 const rendezvous::EpochView& view,
-                                                Clock::time_point deadline);
+                                                Clock::time_point deadline,
+                                                bool keepIfPeerFailed = false);
 
 inline std::chrono::milliseconds timeLeft(Clock::time_point deadline) {
   return std::max(std::chrono::milliseconds(1),

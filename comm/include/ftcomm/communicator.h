@@ -5,7 +5,9 @@
 //
 // Creation comes from mpirun's environment or explicit options, through the rendezvous service
 // (FTCOMM_RENDEZVOUS, FTCOMM_JOB): members exchange their UCX worker addresses there, connect
-// every endpoint and exchange a message with every peer before create() returns (eager).
+// every endpoint and exchange a message with every peer before create() returns (eager). A
+// member that dies during that exchange does not fail create(): the communicator comes back
+// revoked (health() and every operation say why), and reconfigure() goes on without it.
 //
 // Collectives are matched by a per-communicator sequence number: every member must call the
 // same collectives in the same order. Each message carries its operation's signature, so a
