@@ -103,7 +103,6 @@ Status WindowState::establish() {
     m.self = r == me;
     m.pid = d.pid;
     m.bytes = d.bytes;
-    m.registered = registered;
     m.address = d.address;
     m.viaUcx = !m.self && (d.host != mine.host || d.reachable == 0 || !why.empty());
     if (m.self || m.viaUcx) continue;

@@ -26,7 +26,6 @@ struct WindowMember {
   bool self = false;
   pid_t pid = 0;
   std::size_t bytes = 0;
-  bool registered = false;
   WindowRegion region;        // its signal slots (and data, for allocated windows); not self
   std::byte* data = nullptr;  // allocated windows: its data, mapped here
   std::uint64_t address = 0;  // registered windows: its data's address in its own process

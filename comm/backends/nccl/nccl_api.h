@@ -88,9 +88,6 @@ class NcclApi {
  public:
   virtual ~NcclApi() = default;
 
-  // "NCCL 2.28.9", or what the implementation is.
-  virtual std::string describe() const = 0;
-
   // CUDA runtime.
   [[nodiscard]] virtual NcclResult deviceCount(int* count) = 0;
   [[nodiscard]] virtual NcclResult setDevice(int device) = 0;

@@ -132,13 +132,6 @@ ncclConfig_t nonblockingConfig(const char* name) {
 
 class VendorApi final : public NcclApi {
  public:
-  std::string describe() const override {
-    int version = 0;
-    if (ncclGetVersion(&version) != ncclSuccess) return "NCCL (version unknown)";
-    return "NCCL " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
-           "." + std::to_string(version % 100);
-  }
-
   NcclResult deviceCount(int* count) override {
     *count = 0;
     const cudaError_t rc = cudaGetDeviceCount(count);

@@ -94,7 +94,6 @@ class NcclBackend : public std::enable_shared_from_this<NcclBackend> {
   NcclApi& api() const { return *setup_.api; }
   // One int32 of device memory, for barrier().
   void* barrierBuffer() const { return barrierBuffer_; }
-  std::chrono::milliseconds opTimeout() const { return setup_.opTimeout; }
   std::uint64_t nextCollectiveSeq();
   std::uint64_t nextPointToPointSeq();
 

@@ -37,8 +37,6 @@ class NcclBootstrap {
   // The values of `keys`, in order, once all are published; Timeout after `timeout`.
   virtual Result<std::vector<std::string>> fetch(const std::vector<std::string>& keys,
                                                  std::chrono::milliseconds timeout) = 0;
-  // Where the members are, for messages ("threads of this process", "job J on HOST:PORT").
-  virtual std::string describe() const = 0;
 };
 
 // The shared half of a LocalBootstrap group: a key-value map and the epoch's fate.
@@ -75,7 +73,6 @@ class LocalBootstrap final : public NcclBootstrap {
                                          std::chrono::milliseconds timeout) override {
     return group_->fetch(keys, timeout);
   }
-  std::string describe() const override { return "threads of this process"; }
 
  private:
   std::shared_ptr<LocalGroup> group_;

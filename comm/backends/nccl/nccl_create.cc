@@ -34,7 +34,6 @@ class HostBootstrap final : public nccl::NcclBootstrap {
                                          std::chrono::milliseconds timeout) override {
     return client_->kvWait(keys, timeout);
   }
-  std::string describe() const override { return "the members of " + host_.name(); }
 
  private:
   Communicator& host_;
