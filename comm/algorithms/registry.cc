@@ -110,6 +110,15 @@ const AlgorithmInfo* findAlgorithm(Collective collective, std::string_view name)
   return nullptr;
 }
 
+std::uint32_t forcedAlgorithms() {
+  std::uint32_t forced = 0;
+  for (std::size_t c = 0; c < kAlgorithmVariables.size(); ++c) {
+    const char* chosen = std::getenv(kAlgorithmVariables[c]);
+    if (chosen != nullptr && *chosen != '\0') forced |= 1u << c;
+  }
+  return forced;
+}
+
 Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t bytes, int ranks,
                                              bool peersReadable) {
   const char* variable = environmentVariable(collective);

@@ -43,6 +43,9 @@ const AlgorithmInfo* findAlgorithm(Collective collective, std::string_view name)
 // The algorithm for a call: the one named by FTCOMM_ALGO_<COLLECTIVE> if set (an unknown name is
 // an error naming the known ones), else the default for the message size. `peersReadable`: the
 // transport reads every peer's memory (Transport::readPeer), so the direct algorithms apply.
+// The collectives whose algorithm FTCOMM_ALGO_<COLLECTIVE> names now: bit (1 << Collective).
+std::uint32_t forcedAlgorithms();
+
 Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t bytes, int ranks,
                                              bool peersReadable = false);
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/engine.h"
+#include "core/inline_collective.h"
 #include "ftcomm/status.h"
 #include "rendezvous/client.h"
 #include "transport/transport.h"
@@ -59,11 +60,19 @@ class CommState {
   std::vector<int> shmMembers;
   // The transport reads every peer's memory: the direct algorithms apply. Set at creation.
   bool peersReadable = false;
+  // Every member is on this host with an inline area for this communicator: small collectives
+  // run through shared memory (inline_collective.h). Null otherwise. Set at creation.
+  std::shared_ptr<const InlineGroup> inlineGroup;
+  // The collectives whose algorithm FTCOMM_ALGO_* named at creation (never inline).
+  std::uint32_t forcedAlgorithms = 0;
+  // Set once `broken` is: a thread spinning without the mutex looks at it.
+  std::atomic<bool> unusable{false};
 
   // Mutable under the engine's mutex.
   std::uint64_t collectiveSeq = 0;
   std::uint64_t p2pSeq = 0;
-  Status broken;  // Ok while usable
+  std::uint64_t inlineCount = 0;  // inline collectives started
+  Status broken;                  // Ok while usable
   bool aborted = false;
   std::uint64_t brokenSeq = 0;  // the collective that broke it (0: none in particular)
   struct Control {

@@ -101,6 +101,13 @@ void Engine::run() {
       domains.push_back(std::move(domain));
     }
     if (arrived) continue;
+    // Inline collectives (inline_collective.h) are not announced by ring messages: with the
+    // domains marked asleep, a post from now on wakes this thread; one from before is seen here.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const bool watching = std::any_of(ops_.begin(), ops_.end(), [](const auto& op) {
+      return op->watchesSharedMemory && !op->work->done();
+    });
+    if (watching && pollLocked()) continue;
     sleepingUntil_ = until;
     lock.unlock();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
@@ -188,12 +195,24 @@ void Engine::attachLocked(const std::shared_ptr<CommState>& comm) {
 void Engine::addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain) {
   domains_.push_back(domain);
   if (spinHeld_) domain->spin(+1);
+  // The cores the local members may run on, all of them together: mpirun binds each rank to a
+  // core of its own when there are enough, and then none of them crowds another.
   int local = 0;
-  for (int m = 0; m < domain->size(); ++m) local += domain->local(m) ? 1 : 0;
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const int cores = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  if (local > cores) oversubscribed_.store(true, std::memory_order_relaxed);
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int m = 0; m < domain->size(); ++m) {
+    if (!domain->local(m)) continue;
+    ++local;
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    const pid_t pid = m == domain->rank() ? 0 : domain->pid(m);
+    if (::sched_getaffinity(pid, sizeof cpus, &cpus) != 0) {
+      CPU_ZERO(&cpus);
+      CPU_SET(0, &cpus);  // unknown: count it as sharing a core
+    }
+    CPU_OR(&all, &all, &cpus);
+  }
+  if (local > CPU_COUNT(&all)) oversubscribed_.store(true, std::memory_order_relaxed);
 }
 
 bool Engine::pollLocked(Clock::time_point now) {
@@ -278,6 +297,7 @@ bool Engine::pollControlsLocked(CommState& comm) {
 void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool detectedHere) {
   if (!comm.broken.ok()) return;
   comm.broken = why;
+  comm.unusable.store(true, std::memory_order_relaxed);
   comm.brokenSeq = seq;
   const Status revoked(StatusCode::kRevoked, "communicator " + comm.name + " (epoch " +
                                                  std::to_string(comm.epoch) +
@@ -352,6 +372,7 @@ void Engine::closeLocked(CommState& comm) {
   }
   sweepLocked();
   if (comm.broken.ok()) comm.broken = closed;
+  comm.unusable.store(true, std::memory_order_relaxed);
   comm.transport.reset();
 }
 

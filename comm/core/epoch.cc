@@ -161,7 +161,15 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
     if (!transport.ok()) return transport.status();
     state->transport = std::move(transport).value();
     state->peersReadable = everyPeerReadable(*state->transport);
-    if (state->shm) world.engine->addDomainLocked(state->shm);
+    if (state->shm) {
+      world.engine->addDomainLocked(state->shm);
+      // The world is the epoch's first communicator: area 0 on every member.
+      const int area = state->shm->allocateArea();
+      state->inlineGroup =
+          makeInlineGroup(state->shm, state->shmMembers,
+                          std::vector<int>(static_cast<std::size_t>(state->size), area));
+      state->forcedAlgorithms = algorithms::forcedAlgorithms();
+    }
     world.engine->attachLocked(state);
     if (Status failed = epochFailed(world, state->epoch); !failed.ok()) {
       world.engine->breakLocked(*state, failed, 0, false);

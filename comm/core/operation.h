@@ -32,6 +32,8 @@ struct Operation {
   int tag = 0;
   bool send = false;
   bool collective = true;
+  // Its task waits on shared memory that no message announces (an inline collective).
+  bool watchesSharedMemory = false;
   std::unique_ptr<algorithms::CollectiveTask> task;  // collectives
   transport::RequestPtr request;                     // send / recv
   std::vector<std::size_t> counts;                   // storage the task's spans point into

@@ -1,8 +1,8 @@
 // Eager split. Every member contributes (color, key, its receive channel, a hash of the rank
-// list) through an allgather on the parent, recorded as SPLIT; the child's members, order and
-// channel follow from the gathered table alone, so every member computes the same child. The
-// child's transport reuses the parent's endpoints, which were wired up when the world was
-// created, so the child is fully connected when split returns.
+// list, the inline area it offers the child or -1) through an allgather on the parent, recorded as
+// SPLIT; the child's members, order and channel follow from the gathered table alone, so every
+// member computes the same child. The child's transport reuses the parent's endpoints, which were
+// wired up when the world was created, so the child is fully connected when split returns.
 #include <algorithm>
 #include <array>
 #include <numeric>
@@ -18,17 +18,18 @@ namespace {
 
 using detail::CommState;
 
-constexpr std::size_t kFields = 4;  // color, key, receive channel, hash of the rank list
+// color, key, receive channel, hash of the rank list, inline area
+constexpr std::size_t kFields = 5;
 
 class PendingSplit final : public PendingCommunicator::Impl {
  public:
   PendingSplit(std::shared_ptr<CommState> parent, int color, std::uint64_t listHash,
-               std::uint16_t proposed)
+               std::uint16_t proposed, int area)
       : parent_(std::move(parent)),
         color_(color),
         proposed_(proposed),
         table_(kFields * static_cast<std::size_t>(parent_->size)) {
-    mine_ = {color, 0, proposed, static_cast<std::int64_t>(listHash)};
+    mine_ = {color, 0, proposed, static_cast<std::int64_t>(listHash), area};
   }
   void setKey(int key) { mine_[1] = key; }
 
@@ -81,6 +82,7 @@ class PendingSplit final : public PendingCommunicator::Impl {
     if (color_ == Communicator::kNoColor) return std::unique_ptr<Communicator>();
 
     std::vector<int> members;  // parent ranks, in child rank order
+    std::vector<int> areas;    // inline areas, in child rank order
     for (int r = 0; r < n; ++r) {
       if (field(r, 0) == color_) members.push_back(r);
     }
@@ -110,6 +112,11 @@ class PendingSplit final : public PendingCommunicator::Impl {
       child->channels.push_back(static_cast<std::uint16_t>(field(p, 2)));
       if (parent_->shm)
         child->shmMembers.push_back(parent_->shmMembers[static_cast<std::size_t>(p)]);
+      areas.push_back(static_cast<int>(field(p, 4)));
+    }
+    if (parent_->inlineGroup) {
+      child->inlineGroup = detail::makeInlineGroup(child->shm, child->shmMembers, areas);
+      child->forcedAlgorithms = parent_->forcedAlgorithms;
     }
     {
       std::lock_guard<std::mutex> lock(parent_->engine->mutex());
@@ -138,11 +145,16 @@ PendingCommunicator startSplit(const std::shared_ptr<CommState>& parent, int col
   // A member without a channel still takes part in the parent's collective (the others would
   // wait for it otherwise), with none: 0, which fails the split on every member of its color.
   std::uint16_t channel = 0;
+  int area = -1;
   if (color != Communicator::kNoColor) {
     auto allocated = parent->engine->allocateChannel();
     if (allocated.ok()) channel = *allocated;
+    if (parent->inlineGroup) {
+      std::lock_guard<std::mutex> lock(parent->engine->mutex());
+      area = parent->shm->allocateArea();
+    }
   }
-  auto split = std::make_shared<PendingSplit>(parent, color, listHash, channel);
+  auto split = std::make_shared<PendingSplit>(parent, color, listHash, channel, area);
   split->setKey(key);
   split->start(options);
   return PendingCommunicator(split);

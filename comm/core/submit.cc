@@ -54,7 +54,13 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
 
   const algorithms::AlgorithmInfo* algorithm = nullptr;
   Status status = valid;
-  if (status.ok()) {
+  const bool inlined =
+      status.ok() && comm->inlineGroup &&
+      (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) == 0 &&
+      inlinePostBytes(call.collective, call.args.count, call.args.dtype, comm->size).has_value();
+  if (inlined) {
+    record.algorithm = "inline";
+  } else if (status.ok()) {
     auto chosen = algorithms::chooseAlgorithm(call.collective, call.choiceBytes, comm->size,
                                               comm->peersReadable);
     if (chosen.ok()) {
@@ -92,6 +98,18 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
                           comm->describe(call.name, seq) +
                               ": the communicator is unusable: " + comm->broken.toString()));
   }
+  transport::OpSignature signature;
+  signature.kind = call.kind;
+  signature.dtype = static_cast<std::uint8_t>(call.args.dtype);
+  signature.reduceOp = call.reduces ? static_cast<std::uint8_t>(call.args.op) : 0;
+  signature.root = call.args.root;
+  signature.count = call.args.count;
+  signature.extra = call.extra;
+  if (inlined) {
+    return runInline(comm, call, timeoutOf(*comm, options), seq, std::move(progress), signature,
+                     lock);
+  }
+  if (comm->inlineGroup) announceCollective(*comm->inlineGroup, comm->rank, seq, signature);
   auto op = std::make_unique<Operation>();
   op->comm = comm;
   op->timeout = timeoutOf(*comm, options);
@@ -110,13 +128,6 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
     call.args.recvCounts = span(2);
     call.args.recvDispls = span(3);
   }
-  transport::OpSignature signature;
-  signature.kind = call.kind;
-  signature.dtype = static_cast<std::uint8_t>(call.args.dtype);
-  signature.reduceOp = call.reduces ? static_cast<std::uint8_t>(call.args.op) : 0;
-  signature.root = call.args.root;
-  signature.count = call.args.count;
-  signature.extra = call.extra;
   call.args.tag = transport::MessageTag(comm->channel, collectiveSlot(seq), signature);
   op->task = algorithm->make(*comm->transport, call.args);
   Work work(op->work);

@@ -39,6 +39,15 @@ struct CollectiveCall {
 Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall call,
                       const OpOptions& options, const Status& valid);
 
+// submitCollective's path for a collective that runs inline (inline_collective.h), numbered
+// `seq` and recorded as `progress`: the calling thread posts it under `lock` (the engine's
+// mutex), releases the lock and polls for a few microseconds; what is not done by then goes to
+// the engine like any other operation.
+Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
+               std::chrono::milliseconds timeout, std::uint64_t seq,
+               std::shared_ptr<recorder::OpProgress> progress,
+               const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock);
+
 struct PointToPointCall {
   bool send = true;
   void* buffer = nullptr;

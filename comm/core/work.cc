@@ -26,6 +26,15 @@ void WorkState::complete(Status status, std::size_t bytes) {
   cv_.notify_all();
 }
 
+const std::shared_ptr<WorkState>& succeededWorkState() {
+  static const auto succeeded = [] {
+    auto done = std::make_shared<WorkState>(nullptr, nullptr, Clock::time_point{});
+    done->complete(Status::Ok());
+    return done;
+  }();
+  return succeeded;
+}
+
 bool WorkState::sleepUntil(Clock::time_point until) {
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_until(lock, until, [&] { return done_.load(std::memory_order_relaxed); });

@@ -59,4 +59,8 @@ class WorkState {
   std::size_t bytes_ = 0;
 };
 
+// One completed, successful state shared by every operation that succeeded within its call and
+// reports no bytes: no allocation, no lock.
+const std::shared_ptr<WorkState>& succeededWorkState();
+
 }  // namespace ftcomm::detail

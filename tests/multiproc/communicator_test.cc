@@ -47,6 +47,15 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("communicator: small collectives inline: a late member, several at once, many in a row") {
+  for (int ranks : {2, 3, 4}) {
+    for (const auto& result : run("inline", ranks)) {
+      INFO("ranks=" << ranks);
+      CHECK(result == "OK inline");
+    }
+  }
+}
+
 TEST_CASE("communicator: split trees, NOCOLOR, split(ranks) and nonblocking splits") {
   for (int ranks : {1, 3, 4}) {
     for (const auto& result : run("split", ranks)) {
@@ -67,7 +76,8 @@ TEST_CASE("communicator: two communicators created at once without blocking") {
 }
 
 TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on every rank") {
-  for (const std::string scenario : {"mismatch-count", "mismatch-dtype", "mismatch-large"}) {
+  for (const std::string scenario :
+       {"mismatch-count", "mismatch-dtype", "mismatch-large", "mismatch-inline"}) {
     TempDir dir;
     for (const auto& result : run(scenario, 3, {"FTCOMM_FR_DIR=" + dir.path.string()})) {
       INFO(scenario);
@@ -75,6 +85,10 @@ TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on
       // Both signatures are named.
       if (scenario == "mismatch-count") {
         CHECK_THAT(result, Catch::Contains("count=8") && Catch::Contains("count=16"));
+      } else if (scenario == "mismatch-inline") {
+        // One side in shared memory (inline), the others with messages (both with messages
+        // under FTCOMM_TRANSPORT=ucx).
+        CHECK_THAT(result, Catch::Contains("count=1024") && Catch::Contains("count=8192"));
       } else if (scenario == "mismatch-large") {
         CHECK_THAT(result, Catch::Contains("count=65536"));
       } else {

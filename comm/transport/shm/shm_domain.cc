@@ -227,6 +227,20 @@ bool ShmDomain::spin(int delta) {
   return false;
 }
 
+int ShmDomain::allocateArea() {
+  return nextArea_ < kInlineAreas ? nextArea_++ : -1;
+}
+
+InlineArea* ShmDomain::area(int member, int index) const {
+  if (member == rank_) return own_.area(index);
+  const Peer& peer = peers_[static_cast<std::size_t>(member)];
+  return peer.local ? peer.segment.area(index) : nullptr;
+}
+
+void ShmDomain::wakeMember(int member) {
+  if (member != rank_) wakeOwner(peers_[static_cast<std::size_t>(member)]);
+}
+
 void ShmDomain::wakeOwner(Peer& peer) {
   if (peer.wakeFd < 0 || !peer.out.ownerSleeping()) return;
   const std::uint64_t one = 1;

@@ -19,7 +19,7 @@
 // process's segment as sleeping; a writer that finds the mark clears it and writes to the
 // eventfd, which the domain took from the owner with pidfd_getfd.
 //
-// Thread-safety: none; the engine's mutex covers every call.
+// Thread-safety: none; the engine's mutex covers every call but wakeMember and area().
 #pragma once
 
 #include <poll.h>
@@ -77,6 +77,7 @@ class ShmDomain {
   // Every member has mapped this process's segment: its descriptor is closed.
   void sealed() { own_.closeFd(); }
   bool local(int member) const { return peers_[static_cast<std::size_t>(member)].local; }
+  pid_t pid(int member) const { return peers_[static_cast<std::size_t>(member)].pid; }
 
   // Transport operations by member; `owner` groups requests for cancelAll/settled.
   transport::RequestPtr send(const void* owner, int peer, std::uint16_t channel,
@@ -92,6 +93,15 @@ class ShmDomain {
   void detach(const void* owner);
   bool settled(const void* owner) const;
   Status peerStatus(int peer) const { return peers_[static_cast<std::size_t>(peer)].failure; }
+
+  // Inline areas (inline_area.h). A free area of this process's segment for a new communicator
+  // of the epoch, or -1 when all are taken; areas are not reused within an epoch.
+  int allocateArea();
+  // Area `index` of `member`'s segment; null for a member elsewhere. Fixed once connected.
+  InlineArea* area(int member, int index) const;
+  // Wakes `member`'s progress thread if it sleeps and none of its threads polls (after a post
+  // into an inline area, which no ring message announces). Any thread, without the mutex.
+  void wakeMember(int member);
   void failPeer(int peer, const Status& why);
 
   // Moves every ring once; true when anything happened.
@@ -153,6 +163,7 @@ class ShmDomain {
   std::uint64_t nextSendId_ = 1;
   transport::Clock::time_point nextPidCheck_{};
   std::uint32_t rounds_ = 0;  // progress() calls
+  int nextArea_ = 0;
 };
 
 }  // namespace ftcomm::shm

@@ -23,6 +23,16 @@ std::size_t headerBytes(int members) {
   return sizeof(SegmentHeader) + static_cast<std::size_t>(members) * sizeof(RingControl);
 }
 
+std::size_t areasBytes() {
+  return static_cast<std::size_t>(kInlineAreas) * sizeof(InlineArea);
+}
+
+// The rings, then the inline areas (page-aligned: they are touched only when used).
+std::size_t areasOffset(int members, std::size_t ringBytes) {
+  const std::size_t end = headerBytes(members) + static_cast<std::size_t>(members) * ringBytes;
+  return (end + 4095) / 4096 * 4096;
+}
+
 }  // namespace
 
 Result<Segment> Segment::create(int owner, int members, std::size_t ringBytes,
@@ -32,7 +42,7 @@ Result<Segment> Segment::create(int owner, int members, std::size_t ringBytes,
   }
   Segment s;
   s.ringBytes_ = ringBytes;
-  s.length_ = headerBytes(members) + static_cast<std::size_t>(members) * ringBytes;
+  s.length_ = areasOffset(members, ringBytes) + areasBytes();
   const std::string name = "ftcomm-epoch-" + std::to_string(epoch);
   s.fd_ = ::memfd_create(name.c_str(), MFD_CLOEXEC);
   if (s.fd_ < 0) return unavailable(errnoText("memfd_create"));
@@ -49,6 +59,7 @@ Result<Segment> Segment::create(int owner, int members, std::size_t ringBytes,
   header->members = members;
   header->owner = owner;
   for (int i = 0; i < members; ++i) new (&s.control(i)) RingControl();
+  for (int i = 0; i < kInlineAreas; ++i) new (s.area(i)) InlineArea();
   return s;
 }
 
@@ -62,7 +73,7 @@ Result<Segment> Segment::open(pid_t pid, int fd, int owner, int members, std::ui
   s.ringBytes_ = h.ringBytes;
   if (h.magic != SegmentHeader::kMagic || h.epoch != epoch || h.owner != owner ||
       h.members != members || h.ringBytes == 0 || h.ringBytes % kRecordAlign != 0 ||
-      s.length_ != headerBytes(members) + static_cast<std::size_t>(members) * h.ringBytes) {
+      s.length_ != areasOffset(members, h.ringBytes) + areasBytes()) {
     return unavailable("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd) +
                        " is not the segment of rank " + std::to_string(owner) + " for epoch " +
                        std::to_string(epoch));
@@ -100,6 +111,12 @@ RingControl& Segment::control(int sender) const {
 std::byte* Segment::ring(int sender) const {
   return static_cast<std::byte*>(base_) + headerBytes(header().members) +
          static_cast<std::size_t>(sender) * ringBytes_;
+}
+
+InlineArea* Segment::area(int index) const {
+  auto* first = reinterpret_cast<InlineArea*>(static_cast<std::byte*>(base_) +
+                                              areasOffset(header().members, ringBytes_));
+  return first + index;
 }
 
 bool RingWriter::tryWrite(const Record& record, const void* payload, std::size_t payloadBytes) {

@@ -5,6 +5,8 @@
 // the last mapping). A new epoch gets a new segment: a process declared dead that wakes up can
 // only write into the rings of an epoch nobody reads any more.
 //
+// After the rings come the inline areas of inline_area.h.
+//
 // A ring is a single-producer, single-consumer byte queue of 64-byte records (Record), each
 // followed by its payload padded to 64 bytes. Head and tail count bytes for ever; a record
 // never wraps: the writer fills the rest of the ring with a kWrap record instead.
@@ -21,6 +23,7 @@
 
 #include "ftcomm/status.h"
 #include "transport/op_signature.h"
+#include "transport/shm/inline_area.h"
 
 namespace ftcomm::shm {
 
@@ -86,6 +89,8 @@ class Segment {
   RingControl& control(int sender) const;
   std::byte* ring(int sender) const;
   std::size_t ringBytes() const { return ringBytes_; }
+  // Inline area `index` (0 .. kInlineAreas-1), after the rings.
+  InlineArea* area(int index) const;
 
  private:
   void* base_ = nullptr;

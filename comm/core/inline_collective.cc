@@ -1,0 +1,264 @@
+#include "core/inline_collective.h"
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "algorithms/reduction.h"
+#include "core/environment.h"
+#include "transport/copy_bytes.h"
+
+namespace ftcomm::detail {
+
+using algorithms::Collective;
+
+namespace {
+
+// What each collective's members post: the whole input, one block per member, or only the
+// root's data (the others post an empty slot, which still says they arrived).
+enum class Posts { kInput, kBlocks, kRoot, kNothing };
+
+std::optional<Posts> postsOf(Collective collective) {
+  switch (collective) {
+    case Collective::kAllReduce:
+    case Collective::kReduce:
+    case Collective::kAllGather:
+      return Posts::kInput;
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return Posts::kBlocks;
+    case Collective::kBroadcast:
+      return Posts::kRoot;
+    case Collective::kBarrier:
+      return Posts::kNothing;
+    default:
+      return std::nullopt;  // gather, scatter and the V collectives go by messages
+  }
+}
+
+std::size_t postBytes(Posts posts, std::size_t count, std::size_t elementBytes, int ranks) {
+  switch (posts) {
+    case Posts::kInput:
+    case Posts::kRoot:
+      return count * elementBytes;
+    case Posts::kBlocks:
+      return static_cast<std::size_t>(ranks) * count * elementBytes;
+    case Posts::kNothing:
+      return 0;
+  }
+  return 0;
+}
+
+void packSignature(const transport::OpSignature& signature, std::uint64_t (&words)[3]) {
+  static_assert(sizeof words == sizeof signature);
+  std::memcpy(words, &signature, sizeof words);
+}
+
+std::string describeWords(const std::uint64_t (&words)[3]) {
+  transport::OpSignature signature;
+  std::memcpy(&signature, words, sizeof signature);
+  return transport::describe(signature);
+}
+
+bool sameWords(const std::uint64_t (&a)[3], const std::uint64_t (&b)[3]) {
+  return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+
+}  // namespace
+
+std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::ShmDomain>& domain,
+                                                   const std::vector<int>& members,
+                                                   const std::vector<int>& areas) {
+  static const bool enabled = [] {
+    const int value = envInt("FTCOMM_INLINE", 1);
+    if (value == -2)
+      std::cerr << "ftcomm: FTCOMM_INLINE is not 0 or 1; inline collectives stay on\n";
+    return value != 0;
+  }();
+  if (!enabled || !domain || members.size() != areas.size()) return nullptr;
+  auto group = std::make_shared<InlineGroup>();
+  group->domain = domain;
+  group->members = members;
+  for (std::size_t r = 0; r < members.size(); ++r) {
+    if (areas[r] < 0 || areas[r] >= shm::kInlineAreas) return nullptr;
+    shm::InlineArea* area = domain->area(members[r], areas[r]);
+    if (area == nullptr) return nullptr;
+    group->areas.push_back(area);
+  }
+  return group;
+}
+
+std::optional<std::size_t> inlinePostBytes(Collective collective, std::size_t count, DataType dtype,
+                                           int ranks) {
+  const auto posts = postsOf(collective);
+  if (!posts) return std::nullopt;
+  const std::size_t bytes = postBytes(*posts, count, dataTypeSize(dtype), ranks);
+  if (bytes > shm::kInlineBytes) return std::nullopt;
+  return bytes;
+}
+
+void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
+                        const transport::OpSignature& signature) {
+  shm::InlineArea& area = *group.areas[static_cast<std::size_t>(rank)];
+  area.announced.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  packSignature(signature, area.announcedSignature);
+  area.announced.store(seq, std::memory_order_release);
+}
+
+InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collective collective,
+                                   const algorithms::CollectiveArgs& args, std::uint64_t index,
+                                   std::uint64_t seq, const transport::OpSignature& signature)
+    : group_(group),
+      rank_(rank),
+      n_(static_cast<int>(group.areas.size())),
+      collective_(collective),
+      args_(args),
+      index_(index),
+      seq_(seq),
+      slot_(static_cast<int>(index % 2)) {
+  packSignature(signature, signature_);
+}
+
+const std::byte* InlineCollective::payload(int rank) const {
+  return group_.areas[static_cast<std::size_t>(rank)]->slots[slot_].payload;
+}
+
+bool InlineCollective::mayPost() const {
+  if (index_ <= 2) return true;
+  // Every member must have read this member's previous post in this slot (index - 2): the
+  // peers, and this member itself (its own result comes from its post too). A peer's last post,
+  // in the other slot, usually says so already.
+  const std::uint64_t needed = index_ - 2;
+  for (int p = 0; p < n_; ++p) {
+    const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(p)];
+    const shm::InlineSlot& last = area.slots[1 - slot_];
+    if (p != rank_ && last.index.load(std::memory_order_acquire) == index_ - 1 &&
+        last.consumedOther >= needed) {
+      continue;
+    }
+    if (area.consumed[slot_].load(std::memory_order_acquire) < needed) return false;
+  }
+  return true;
+}
+
+void InlineCollective::post() {
+  shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
+  shm::InlineSlot& slot = mine.slots[slot_];
+  const auto posts = *postsOf(collective_);
+  const bool sends = posts != Posts::kNothing && (posts != Posts::kRoot || rank_ == args_.root);
+  const std::size_t bytes =
+      sends ? postBytes(posts, args_.count, dataTypeSize(args_.dtype), n_) : 0;
+  // A broadcast's data is in its one buffer (send and recv are the same).
+  if (bytes > 0) transport::copyBytes(slot.payload, args_.send, bytes);
+  slot.seq = seq_;
+  std::memcpy(slot.signature, signature_, sizeof signature_);
+  slot.consumedOther = mine.consumed[1 - slot_].load(std::memory_order_relaxed);
+  slot.index.store(index_, std::memory_order_release);
+  posted_ = true;
+  // Nothing else announces the post: wake the peers that sleep.
+  for (int p = 0; p < n_; ++p) {
+    if (p != rank_) group_.domain->wakeMember(group_.members[static_cast<std::size_t>(p)]);
+  }
+}
+
+Status InlineCollective::checkPosted(int peer, const shm::InlineSlot& slot) const {
+  if (slot.seq == seq_ && sameWords(slot.signature, signature_)) return Status::Ok();
+  return Status(StatusCode::kMismatch,
+                "rank " + std::to_string(peer) + " called " + describeWords(slot.signature) +
+                    " (#" + std::to_string(slot.seq) + ") where rank " + std::to_string(rank_) +
+                    " called " + describeWords(signature_) + " (#" + std::to_string(seq_) + ")");
+}
+
+Status InlineCollective::checkAnnounced(int peer) const {
+  const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(peer)];
+  if (area.announced.load(std::memory_order_acquire) != seq_) return Status::Ok();
+  std::uint64_t words[3];
+  std::memcpy(words, area.announcedSignature, sizeof words);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (area.announced.load(std::memory_order_relaxed) != seq_) return Status::Ok();  // rewritten
+  return Status(StatusCode::kMismatch, "rank " + std::to_string(peer) + " runs " +
+                                           describeWords(words) + " (#" + std::to_string(seq_) +
+                                           ") with messages where rank " + std::to_string(rank_) +
+                                           " runs " + describeWords(signature_) +
+                                           " in shared memory (inline): their sizes differ");
+}
+
+Result<bool> InlineCollective::poll() {
+  if (!posted_) {
+    if (!mayPost()) return false;
+    post();
+  }
+  for (; next_ < n_; ++next_) {
+    if (next_ == rank_) continue;
+    const shm::InlineSlot& slot = group_.areas[static_cast<std::size_t>(next_)]->slots[slot_];
+    if (slot.index.load(std::memory_order_acquire) != index_) {
+      FTCOMM_RETURN_IF_ERROR(checkAnnounced(next_));
+      return false;
+    }
+    FTCOMM_RETURN_IF_ERROR(checkPosted(next_, slot));
+  }
+  FTCOMM_RETURN_IF_ERROR(finish());
+  // Nothing of the peers' posts is read any more: they may post into this slot again.
+  group_.areas[static_cast<std::size_t>(rank_)]->consumed[slot_].store(index_,
+                                                                       std::memory_order_release);
+  return true;
+}
+
+Status InlineCollective::finish() {
+  const std::size_t es = dataTypeSize(args_.dtype);
+  const std::size_t block = args_.count * es;
+  auto* out = static_cast<std::byte*>(args_.recv);
+  // Folds block `offset` of every member's post into `out`, in rank order.
+  auto fold = [&](std::size_t offset) -> Status {
+    if (block == 0) return Status::Ok();
+    transport::copyBytes(out, payload(0) + offset, block);
+    for (int r = 1; r < n_; ++r) {
+      FTCOMM_RETURN_IF_ERROR(
+          algorithms::reduceInto(args_.dtype, args_.op, out, payload(r) + offset, args_.count));
+    }
+    if (args_.op == ReduceOp::kAvg) {
+      return algorithms::finishAverage(args_.dtype, out, args_.count, n_);
+    }
+    return Status::Ok();
+  };
+  switch (collective_) {
+    case Collective::kAllReduce:
+      return fold(0);
+    case Collective::kReduce:
+      return rank_ == args_.root ? fold(0) : Status::Ok();
+    case Collective::kReduceScatter:
+      return fold(static_cast<std::size_t>(rank_) * block);
+    case Collective::kBroadcast:
+      if (rank_ != args_.root && block > 0) transport::copyBytes(out, payload(args_.root), block);
+      return Status::Ok();
+    case Collective::kAllGather:
+      for (int r = 0; r < n_ && block > 0; ++r) {
+        transport::copyBytes(out + static_cast<std::size_t>(r) * block, payload(r), block);
+      }
+      return Status::Ok();
+    case Collective::kAllToAll:
+      for (int r = 0; r < n_ && block > 0; ++r) {
+        transport::copyBytes(out + static_cast<std::size_t>(r) * block,
+                             payload(r) + static_cast<std::size_t>(rank_) * block, block);
+      }
+      return Status::Ok();
+    case Collective::kBarrier:
+      return Status::Ok();
+    default:
+      return internalError("inline collective: not an inline collective");
+  }
+}
+
+Result<bool> InlineTask::advance() {
+  if (!failed_.ok()) return failed_;
+  for (int p = 0; p < transport_.size(); ++p) {
+    if (p == transport_.rank()) continue;
+    if (Status s = transport_.peerStatus(p); !s.ok()) {
+      return Status(s.code(), "rank " + std::to_string(p) + ": " + s.message());
+    }
+  }
+  return run_.poll();
+}
+
+}  // namespace ftcomm::detail

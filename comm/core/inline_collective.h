@@ -1,0 +1,95 @@
+// Small collectives through the inline areas of shared memory (transport/shm/inline_area.h),
+// for communicators whose members are all on this host: each member copies its input into its
+// slot, waits until every member has posted, and computes its result from the slots (a
+// reduction folds them in rank order, so every member gets the same bits). No message, no
+// request, no allocation: one copy in, one pass over the slots out.
+//
+// Run first by the calling thread (core/submit_inline.cc) and, if the peers are not there yet,
+// handed to the engine as an InlineTask. Failures: a peer that posted another collective, or
+// announced that it runs this one with messages, is a Mismatch; the engine sees dead peers
+// (InlineTask asks the transport) and deadlines as for any other operation.
+//
+// Thread-safety: one thread at a time (the caller, then the engine under its mutex).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "algorithms/collective_task.h"
+#include "algorithms/registry.h"
+#include "transport/op_signature.h"
+#include "transport/shm/shm_domain.h"
+
+namespace ftcomm::detail {
+
+// A communicator's inline areas: fixed at creation.
+struct InlineGroup {
+  std::shared_ptr<shm::ShmDomain> domain;  // keeps the mappings alive
+  std::vector<shm::InlineArea*> areas;     // by rank
+  std::vector<int> members;                // the domain member of each rank
+};
+
+// The group of a communicator with these domain members and, by rank, the inline area each
+// member gave it; null where inline collectives cannot run: a member elsewhere, an area
+// missing (-1), or FTCOMM_INLINE=0.
+std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::ShmDomain>& domain,
+                                                   const std::vector<int>& members,
+                                                   const std::vector<int>& areas);
+
+// The bytes the largest poster posts for this collective, if it may run inline: the same on
+// every member that called the same collective.
+std::optional<std::size_t> inlinePostBytes(algorithms::Collective collective, std::size_t count,
+                                           DataType dtype, int ranks);
+
+// Writes this member's announcement for collective `seq`, which it runs with messages.
+void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
+                        const transport::OpSignature& signature);
+
+class InlineCollective {
+ public:
+  // The `index`-th inline collective of the communicator (from 1), its sequence number `seq`.
+  InlineCollective(const InlineGroup& group, int rank, algorithms::Collective collective,
+                   const algorithms::CollectiveArgs& args, std::uint64_t index, std::uint64_t seq,
+                   const transport::OpSignature& signature);
+
+  // Posts once allowed, then looks at the peers' slots. Ok(true): done, the result is written.
+  Result<bool> poll();
+
+ private:
+  bool mayPost() const;
+  void post();
+  // Mismatch when `peer` posted or announced another collective for this slot.
+  Status checkPosted(int peer, const shm::InlineSlot& slot) const;
+  Status checkAnnounced(int peer) const;
+  Status finish();
+  const std::byte* payload(int rank) const;
+
+  const InlineGroup& group_;
+  const int rank_, n_;
+  const algorithms::Collective collective_;
+  const algorithms::CollectiveArgs args_;
+  const std::uint64_t index_, seq_;
+  std::uint64_t signature_[3];
+  const int slot_;
+  bool posted_ = false;
+  int next_ = 0;  // ranks before it have posted
+};
+
+// An inline collective on the engine (the caller's spin did not finish it).
+class InlineTask final : public algorithms::CollectiveTask {
+ public:
+  // `failed`: what the caller's polls already found wrong.
+  InlineTask(transport::Transport& transport, InlineCollective run, Status failed)
+      : transport_(transport), run_(std::move(run)), failed_(std::move(failed)) {}
+  // A peer that died fails it (nothing else involves the peer: no request waits on it).
+  Result<bool> advance() override;
+
+ private:
+  transport::Transport& transport_;
+  InlineCollective run_;
+  Status failed_;
+};
+
+}  // namespace ftcomm::detail

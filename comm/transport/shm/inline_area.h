@@ -1,0 +1,51 @@
+// The inline areas of a shared-memory segment (shm_segment.h): where small collectives run
+// without messages (algorithms/inline/). Each communicator of an epoch whose members are all on
+// this host owns one area in every member's segment; a member writes only into its own area
+// and reads the others'.
+//
+// An area has two slots, used in turn by the communicator's inline collectives (the k-th uses
+// slot k % 2). A member posts its input into its slot and publishes the slot's `index` (k) last,
+// with release order; the others wait for `index` to reach k, check the signature, and read.
+// Before a member posts the k-th, every member (itself included: its own result is read from
+// its post too) must have finished reading its (k-2)-th, the last one in that slot: each member
+// publishes, per slot, the last index it finished reading (`consumed`), and a post carries the
+// poster's value for the other slot, which is usually all the next poster needs to look at.
+//
+// `announced` names the collective a member is in when it runs one the ordinary way (messages):
+// a member waiting in an inline collective with the same sequence number then reports Mismatch
+// instead of waiting for a post that will never come.
+//
+// Thread-safety: shared between processes; fields are atomics, or written before a release
+// store that readers acquire.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ftcomm::shm {
+
+// The most bytes one member posts for one inline collective.
+constexpr std::size_t kInlineBytes = 16 * 1024;
+// Inline areas per segment: the world of the epoch has area 0, split children take the next.
+constexpr int kInlineAreas = 32;
+
+struct alignas(64) InlineSlot {
+  std::atomic<std::uint64_t> index{0};  // the inline collective posted here, published last
+  std::uint64_t seq = 0;                // its sequence number on the communicator
+  std::uint64_t signature[3] = {};      // transport::OpSignature, as laid out
+  std::uint64_t consumedOther = 0;      // the poster's consumed[] of the other slot, at post time
+  alignas(64) std::byte payload[kInlineBytes];
+};
+
+struct alignas(64) InlineArea {
+  // The last index of each slot whose posts this member finished reading.
+  std::atomic<std::uint64_t> consumed[2] = {};
+  // A collective this member runs with messages: its sequence number (0 while being written)
+  // and signature.
+  alignas(64) std::atomic<std::uint64_t> announced{0};
+  std::uint64_t announcedSignature[3] = {};
+  InlineSlot slots[2];
+};
+
+}  // namespace ftcomm::shm
