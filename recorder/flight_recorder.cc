@@ -68,14 +68,22 @@ FlightRecorder& FlightRecorder::process() {
 
 std::shared_ptr<OpProgress> FlightRecorder::record(const OpDescriptor& op) {
   if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return nullptr;
-  auto progress = std::make_shared<OpProgress>();
   std::lock_guard lock(ringMu_);
   const std::uint64_t id = nextRecordId_++;
   Slot& slot = slots_[(id - 1) % slots_.size()];
   slot.recordId = id;
   slot.op = op;
-  slot.progress = progress;
-  return progress;
+  // The entry this one overwrites is reused when the ring holds its last reference (its
+  // operation ended and no dump is copying it; only the ring hands out references, under this
+  // lock): no allocation once the ring has gone round.
+  if (slot.progress && slot.progress.use_count() == 1) {
+    // Whoever dropped the last other reference did so with release order: see its writes.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    slot.progress->reset();
+  } else {
+    slot.progress = std::make_shared<OpProgress>();
+  }
+  return slot.progress;
 }
 
 void FlightRecorder::setIdentity(ProcessIdentity identity) {
@@ -128,6 +136,7 @@ pb::Dump FlightRecorder::snapshot(const std::string& reason) const {
     dump.set_capacity(static_cast<std::uint32_t>(slots_.size()));
     dump.set_dropped_entries(first - 1);
   }
+  const TickConverter clock;
   for (const Slot& slot : copy) {
     pb::Entry* entry = dump.add_entries();
     entry->set_record_id(slot.recordId);
@@ -143,7 +152,7 @@ pb::Dump FlightRecorder::snapshot(const std::string& reason) const {
     entry->set_tag(slot.op.tag);
     entry->set_reduce_op(slot.op.reduceOp);
     entry->set_algorithm(slot.op.algorithm);
-    slot.progress->copyTo(*entry);
+    slot.progress->copyTo(*entry, clock);
   }
   return dump;
 }

@@ -12,16 +12,18 @@
 #include <string>
 
 #include "ftcomm/proto/recorder.pb.h"
+#include "recorder/recorder_clock.h"
 
 namespace ftcomm::recorder {
 
 namespace pb = ::ftcomm::recorder::v1;
 
-std::int64_t monotonicNs();
-
 class OpProgress {
  public:
-  OpProgress() : scheduledNs_(monotonicNs()) {}
+  OpProgress() : scheduled_(recorderTicks()) {}
+  // A new entry in an old one's place (FlightRecorder::record, when nothing else holds this one
+  // any more): scheduled now, no times, no error.
+  void reset();
 
   void markStarted();
   // An operation that ran within the call that scheduled it: started when scheduled, completed
@@ -31,8 +33,8 @@ class OpProgress {
   void markFailed(std::string error);
 
   pb::OpState state() const;
-  // Fills the state, timestamps and error of `entry`.
-  void copyTo(pb::Entry& entry) const;
+  // Fills the state, timestamps (converted by `clock`) and error of `entry`.
+  void copyTo(pb::Entry& entry, const TickConverter& clock) const;
 
  private:
   // kFinishing: a terminal transition is being written; readers still see the operation as
@@ -41,9 +43,10 @@ class OpProgress {
   bool beginFinish();
 
   std::atomic<int> state_{pb::SCHEDULED};
-  std::int64_t scheduledNs_;
-  std::atomic<std::int64_t> startedNs_{0};
-  std::atomic<std::int64_t> endedNs_{0};
+  // Recorder clock ticks (recorder_clock.h); 0: not yet.
+  std::int64_t scheduled_;
+  std::atomic<std::int64_t> started_{0};
+  std::atomic<std::int64_t> ended_{0};
   std::string error_;
 };
 

@@ -10,8 +10,13 @@ Status checkBuffer(const void* buffer, std::size_t count, std::size_t blocks, Da
   if (static_cast<std::size_t>(dtype) >= kDataTypes.size()) {
     return invalidArgument("unknown dtype " + std::to_string(static_cast<int>(dtype)));
   }
+  // Multiplications, not divisions: this runs on every call, and a division costs more than
+  // the rest of the check.
   const std::size_t limit = std::numeric_limits<std::size_t>::max() / 2;
-  if (count > 0 && (blocks == 0 || count > limit / dataTypeSize(dtype) / blocks)) {
+  std::size_t blockBytes = 0, bytes = 0;
+  if (count > 0 &&
+      (blocks == 0 || __builtin_mul_overflow(count, dataTypeSize(dtype), &blockBytes) ||
+       __builtin_mul_overflow(blockBytes, blocks, &bytes) || bytes > limit)) {
     return invalidArgument(std::string(what) + ": " + std::to_string(count) +
                            " elements overflow the address space");
   }

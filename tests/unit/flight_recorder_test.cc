@@ -72,6 +72,45 @@ TEST_CASE("each state change has its own timestamp and the first terminal state 
   CHECK(dump.entries(1).started_ns() == 0);  // failed before it started
 }
 
+TEST_CASE("entry times are CLOCK_MONOTONIC nanoseconds, whichever clock the entries read") {
+  FlightRecorder recorder(8);
+  const std::int64_t before = monotonicNs();
+  auto progress = recorder.record(allreduce(1));
+  std::this_thread::sleep_for(20ms);
+  progress->markStarted();
+  std::this_thread::sleep_for(20ms);
+  progress->markCompleted();
+  const std::int64_t after = monotonicNs();
+  const pb::Dump dump = recorder.snapshot("test");
+  const pb::Entry& e = dump.entries(0);
+  // A microsecond of slack for the conversion from TSC ticks (recorder_clock.h).
+  constexpr std::int64_t kSlack = 1000;
+  CHECK(e.scheduled_ns() >= before - kSlack);
+  CHECK(e.ended_ns() <= after + kSlack);
+  CHECK(e.started_ns() - e.scheduled_ns() >= 20'000'000 - kSlack);
+  CHECK(e.started_ns() - e.scheduled_ns() < 1'000'000'000);
+  CHECK(e.ended_ns() - e.started_ns() >= 20'000'000 - kSlack);
+  CHECK(dump.monotonic_at_dump_ns() >= e.ended_ns());
+}
+
+TEST_CASE("an entry overwritten once its operation ended starts afresh") {
+  FlightRecorder recorder(1);
+  recorder.record(allreduce(1))->markFailed("PeerFailed: rank 1 died");
+  auto held = recorder.record(allreduce(2));  // reuses the first entry's storage
+  pb::Dump dump = recorder.snapshot("test");
+  REQUIRE(dump.entries_size() == 1);
+  CHECK(dump.entries(0).seq() == 2);
+  CHECK(dump.entries(0).state() == pb::SCHEDULED);
+  CHECK(dump.entries(0).error().empty());
+  CHECK(dump.entries(0).started_ns() == 0);
+  CHECK(dump.entries(0).ended_ns() == 0);
+  // One still held (its operation runs) is never reused: the next record gets a new one.
+  auto next = recorder.record(allreduce(3));
+  CHECK(next.get() != held.get());
+  held->markCompleted();
+  CHECK(next->state() == pb::SCHEDULED);
+}
+
 TEST_CASE("a dump is self-describing and round-trips through its file") {
   TempDir dir("ftcomm-fr");
   FlightRecorder recorder(16);
