@@ -4,6 +4,10 @@
 // reduction folds them in rank order, so every member gets the same bits). No message, no
 // request, no allocation: one copy in, one pass over the slots out.
 //
+// Every member waits for every post, even a broadcast's root, which reads nothing: the posts
+// carry the signatures, and two members that both think they are the root (or neither) must
+// fail with Mismatch rather than return without having exchanged anything.
+//
 // Run first by the calling thread (core/submit_inline.cc) and, if the peers are not there yet,
 // handed to the engine as an InlineTask. Failures: a peer that posted another collective, or
 // announced that it runs this one with messages, is a Mismatch; the engine sees dead peers

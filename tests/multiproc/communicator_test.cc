@@ -2,6 +2,7 @@
 // (tests/fixtures/comm_peer.cc) run one scenario each and report one line per rank.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,11 @@ std::string analyze(const std::string& dir) {
   LineProcess fr({binary("ftcomm-fr"), "analyze", dir});
   (void)fr.waitFor("no line starts like this", 60s);  // reads to the end of its output
   return fr.transcript();
+}
+
+bool transportIsUcx() {
+  const char* transport = std::getenv("FTCOMM_TRANSPORT");
+  return transport != nullptr && std::string(transport) == "ucx";
 }
 
 std::vector<std::string> run(const std::string& scenario, int ranks,
@@ -53,6 +59,16 @@ TEST_CASE("communicator: small collectives inline: a late member, several at onc
       INFO("ranks=" << ranks);
       CHECK(result == "OK inline");
     }
+  }
+}
+
+TEST_CASE("communicator: ranks that each call themselves a broadcast's root all fail") {
+  // Inline (shared memory) the posts' signatures differ. With messages (FTCOMM_TRANSPORT=ucx)
+  // each root sends and none receives, so nothing catches it (README, Mismatch: a known gap).
+  if (transportIsUcx()) return;
+  for (const auto& result : run("mismatch-roots", 2)) {
+    CHECK_THAT(result, Catch::StartsWith("OK status=Mismatch"));
+    CHECK_THAT(result, Catch::Contains("root=0") && Catch::Contains("root=1"));
   }
 }
 
@@ -88,7 +104,8 @@ TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on
       } else if (scenario == "mismatch-inline") {
         // One side in shared memory (inline), the others with messages (both with messages
         // under FTCOMM_TRANSPORT=ucx).
-        CHECK_THAT(result, Catch::Contains("count=1024") && Catch::Contains("count=8192"));
+        CHECK_THAT(result, Catch::Contains("count=131072"));
+        if (!transportIsUcx()) CHECK_THAT(result, Catch::Contains("count=1024"));
       } else if (scenario == "mismatch-large") {
         CHECK_THAT(result, Catch::Contains("count=65536"));
       } else {

@@ -26,7 +26,7 @@
 namespace ftcomm::shm {
 
 // The most bytes one member posts for one inline collective.
-constexpr std::size_t kInlineBytes = 16 * 1024;
+constexpr std::size_t kInlineBytes = 256 * 1024;
 // Inline areas per segment: the world of the epoch has area 0, split children take the next.
 constexpr int kInlineAreas = 32;
 
