@@ -100,9 +100,12 @@ std::optional<std::size_t> inlinePostBytes(Collective collective, std::size_t co
 void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
                         const transport::OpSignature& signature) {
   shm::InlineArea& area = *group.areas[static_cast<std::size_t>(rank)];
+  // A sequence lock: 0 while the signature is rewritten, then the sequence number.
+  std::uint64_t words[3];
+  packSignature(signature, words);
   area.announced.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  packSignature(signature, area.announcedSignature);
+  for (int i = 0; i < 3; ++i) area.announcedSignature[i].store(words[i], std::memory_order_relaxed);
   area.announced.store(seq, std::memory_order_release);
 }
 
@@ -134,7 +137,7 @@ bool InlineCollective::mayPost() const {
     const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(p)];
     const shm::InlineSlot& last = area.slots[1 - slot_];
     if (p != rank_ && last.index.load(std::memory_order_acquire) == index_ - 1 &&
-        last.consumedOther >= needed) {
+        last.consumedOther.load(std::memory_order_relaxed) >= needed) {
       continue;
     }
     if (area.consumed[slot_].load(std::memory_order_acquire) < needed) return false;
@@ -153,7 +156,8 @@ void InlineCollective::post() {
   if (bytes > 0) transport::copyBytes(slot.payload, args_.send, bytes);
   slot.seq = seq_;
   std::memcpy(slot.signature, signature_, sizeof signature_);
-  slot.consumedOther = mine.consumed[1 - slot_].load(std::memory_order_relaxed);
+  slot.consumedOther.store(mine.consumed[1 - slot_].load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
   slot.index.store(index_, std::memory_order_release);
   posted_ = true;
   // Nothing else announces the post: wake the peers that sleep.
@@ -174,7 +178,7 @@ Status InlineCollective::checkAnnounced(int peer) const {
   const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(peer)];
   if (area.announced.load(std::memory_order_acquire) != seq_) return Status::Ok();
   std::uint64_t words[3];
-  std::memcpy(words, area.announcedSignature, sizeof words);
+  for (int i = 0; i < 3; ++i) words[i] = area.announcedSignature[i].load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (area.announced.load(std::memory_order_relaxed) != seq_) return Status::Ok();  // rewritten
   return Status(StatusCode::kMismatch, "rank " + std::to_string(peer) + " runs " +

@@ -34,7 +34,9 @@ struct alignas(64) InlineSlot {
   std::atomic<std::uint64_t> index{0};  // the inline collective posted here, published last
   std::uint64_t seq = 0;                // its sequence number on the communicator
   std::uint64_t signature[3] = {};      // transport::OpSignature, as laid out
-  std::uint64_t consumedOther = 0;      // the poster's consumed[] of the other slot, at post time
+  // The poster's consumed[] of the other slot, at post time. Atomic: a reader may look at it
+  // while the poster already writes its next post here (a later value is still a lower bound).
+  std::atomic<std::uint64_t> consumedOther{0};
   alignas(64) std::byte payload[kInlineBytes];
 };
 
@@ -44,7 +46,7 @@ struct alignas(64) InlineArea {
   // A collective this member runs with messages: its sequence number (0 while being written)
   // and signature.
   alignas(64) std::atomic<std::uint64_t> announced{0};
-  std::uint64_t announcedSignature[3] = {};
+  std::atomic<std::uint64_t> announcedSignature[3] = {};
   InlineSlot slots[2];
 };
 

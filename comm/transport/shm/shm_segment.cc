@@ -59,7 +59,9 @@ Result<Segment> Segment::create(int owner, int members, std::size_t ringBytes,
   header->members = members;
   header->owner = owner;
   for (int i = 0; i < members; ++i) new (&s.control(i)) RingControl();
-  for (int i = 0; i < kInlineAreas; ++i) new (s.area(i)) InlineArea();
+  // Default-initialized, not value-initialized: the payloads stay untouched (the memfd is
+  // zero-filled and sparse; only slots in use get pages).
+  for (int i = 0; i < kInlineAreas; ++i) new (s.area(i)) InlineArea;
   return s;
 }
 
