@@ -40,6 +40,9 @@ class CollectiveTask {
   // Ok(true): done, the result is in args.recv. Ok(false): waiting on the transport. An error:
   // the collective failed (a peer failed, a mismatch); the task must not be advanced again.
   virtual Result<bool> advance() = 0;
+  // After an advance() that returned Ok(false): more work is ready now (the task stopped to let
+  // others progress, not to wait), so the engine advances it again without sleeping.
+  virtual bool hasMoreWork() const { return false; }
 };
 
 // What a schedule shares: its transport and arguments, the requests of its current step, and a

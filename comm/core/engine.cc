@@ -249,6 +249,8 @@ bool Engine::pollLocked(Clock::time_point now) {
                     op->seq, true);
       } else if (*done) {
         op->work->complete(Status::Ok());
+      } else if (op->task->hasMoreWork()) {
+        moved = true;
       }
     } else if (op->request->done()) {
       const Status& s = op->request->status();

@@ -1,5 +1,6 @@
 #include "core/inline_collective.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -64,6 +65,38 @@ bool sameWords(const std::uint64_t (&a)[3], const std::uint64_t (&b)[3]) {
   return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
 }
 
+// Beyond a slot, a collective streams through the slots in chunks of this size (per member's
+// post), while that beats the direct algorithms (measured: streamLimit).
+const std::size_t kStreamChunkBytes = [] {
+  const int kib = envInt("FTCOMM_INLINE_CHUNK_KIB", 64);
+  return static_cast<std::size_t>(kib > 0 ? kib : 64) * 1024;
+}();
+
+// The most bytes a member posts for a collective that runs inline; FTCOMM_INLINE_MAX_KIB
+// overrides it (for measuring). Past one slot a collective streams in chunks, in the calling
+// thread, which then holds on to the call for a few hundred microseconds at most (2 MiB here).
+// Measured against the direct algorithms (BENCHMARKS.md): streaming wins for broadcast, reduce,
+// reduce-scatter and allreduce at 2 ranks; at 4 ranks on 2 cores allreduce only to 1 MiB (every
+// member reduces the whole vector); allgather and all-to-all gain nothing past one slot. Beyond
+// 2 MiB the call must return before the collective is done; streamed from the engine instead,
+// it was slower than the direct algorithms (the progress thread sleeps whenever a peer is
+// behind, where a calling thread spins).
+std::size_t streamLimit(Collective collective, int ranks) {
+  static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
+  if (overridden > 0) return static_cast<std::size_t>(overridden) * 1024;
+  constexpr std::size_t kStreamBytes = 2 << 20;
+  switch (collective) {
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+    case Collective::kReduceScatter:
+      return kStreamBytes;
+    case Collective::kAllReduce:
+      return ranks <= 2 ? kStreamBytes : kStreamBytes / 2;
+    default:
+      return shm::kInlineBytes;
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::ShmDomain>& domain,
@@ -88,13 +121,20 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
   return group;
 }
 
-std::optional<std::size_t> inlinePostBytes(Collective collective, std::size_t count, DataType dtype,
-                                           int ranks) {
+InlineChunking inlineChunking(Collective collective, std::size_t count, DataType dtype, int ranks) {
+  InlineChunking plan;
   const auto posts = postsOf(collective);
-  if (!posts) return std::nullopt;
-  const std::size_t bytes = postBytes(*posts, count, dataTypeSize(dtype), ranks);
-  if (bytes > shm::kInlineBytes) return std::nullopt;
-  return bytes;
+  if (!posts) return plan;
+  const std::size_t es = dataTypeSize(dtype);
+  const std::size_t bytes = postBytes(*posts, count, es, ranks);
+  if (bytes > streamLimit(collective, ranks)) return plan;
+  plan.block = *posts == Posts::kNothing ? 0 : count * es;
+  // One chunk while it fits a slot; beyond, pieces that stay in cache on both sides.
+  const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
+  const std::size_t chunk = bytes <= shm::kInlineBytes ? shm::kInlineBytes : kStreamChunkBytes;
+  plan.step = std::max<std::size_t>(chunk / pieces / es, 1) * es;
+  plan.chunks = plan.block == 0 ? 1 : (plan.block + plan.step - 1) / plan.step;
+  return plan;
 }
 
 void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
@@ -110,17 +150,24 @@ void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
 }
 
 InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collective collective,
-                                   const algorithms::CollectiveArgs& args, std::uint64_t index,
+                                   const algorithms::CollectiveArgs& args,
+                                   const InlineChunking& plan, std::uint64_t firstIndex,
                                    std::uint64_t seq, const transport::OpSignature& signature)
     : group_(group),
       rank_(rank),
       n_(static_cast<int>(group.areas.size())),
       collective_(collective),
       args_(args),
-      index_(index),
+      plan_(plan),
       seq_(seq),
-      slot_(static_cast<int>(index % 2)) {
+      index_(firstIndex),
+      slot_(static_cast<int>(firstIndex % 2)) {
   packSignature(signature, signature_);
+}
+
+std::size_t InlineCollective::chunkBytes() const {
+  const std::size_t offset = chunk_ * plan_.step;
+  return offset >= plan_.block ? 0 : std::min(plan_.step, plan_.block - offset);
 }
 
 const std::byte* InlineCollective::payload(int rank) const {
@@ -149,11 +196,18 @@ void InlineCollective::post() {
   shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
   shm::InlineSlot& slot = mine.slots[slot_];
   const auto posts = *postsOf(collective_);
-  const bool sends = posts != Posts::kNothing && (posts != Posts::kRoot || rank_ == args_.root);
-  const std::size_t bytes =
-      sends ? postBytes(posts, args_.count, dataTypeSize(args_.dtype), n_) : 0;
-  // A broadcast's data is in its one buffer (send and recv are the same).
-  if (bytes > 0) transport::copyBytes(slot.payload, args_.send, bytes);
+  const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
+  const auto* in = static_cast<const std::byte*>(args_.send);
+  if (length > 0 && (posts == Posts::kInput || (posts == Posts::kRoot && rank_ == args_.root))) {
+    // A broadcast's data is in its one buffer (send and recv are the same).
+    transport::copyBytes(slot.payload, in + offset, length);
+  } else if (length > 0 && posts == Posts::kBlocks) {
+    // This chunk of every block, packed.
+    for (int p = 0; p < n_; ++p) {
+      const auto at = static_cast<std::size_t>(p);
+      transport::copyBytes(slot.payload + at * length, in + at * plan_.block + offset, length);
+    }
+  }
   slot.seq = seq_;
   std::memcpy(slot.signature, signature_, sizeof signature_);
   slot.consumedOther.store(mine.consumed[1 - slot_].load(std::memory_order_relaxed),
@@ -188,63 +242,76 @@ Status InlineCollective::checkAnnounced(int peer) const {
                                            " in shared memory (inline): their sizes differ");
 }
 
-Result<bool> InlineCollective::poll() {
-  if (!posted_) {
-    if (!mayPost()) return false;
-    post();
-  }
-  for (; next_ < n_; ++next_) {
-    if (next_ == rank_) continue;
-    const shm::InlineSlot& slot = group_.areas[static_cast<std::size_t>(next_)]->slots[slot_];
-    if (slot.index.load(std::memory_order_acquire) != index_) {
-      FTCOMM_RETURN_IF_ERROR(checkAnnounced(next_));
+Result<bool> InlineCollective::poll(std::uint64_t chunks) {
+  stoppedAtLimit_ = false;
+  for (std::uint64_t done = 0; chunk_ < plan_.chunks; ++done) {
+    if (done == chunks) {
+      stoppedAtLimit_ = true;
       return false;
     }
-    FTCOMM_RETURN_IF_ERROR(checkPosted(next_, slot));
+    if (!posted_) {
+      if (!mayPost()) return false;
+      post();
+    }
+    for (; next_ < n_; ++next_) {
+      if (next_ == rank_) continue;
+      const shm::InlineSlot& slot = group_.areas[static_cast<std::size_t>(next_)]->slots[slot_];
+      if (slot.index.load(std::memory_order_acquire) != index_) {
+        FTCOMM_RETURN_IF_ERROR(checkAnnounced(next_));
+        return false;
+      }
+      FTCOMM_RETURN_IF_ERROR(checkPosted(next_, slot));
+    }
+    FTCOMM_RETURN_IF_ERROR(finish());
+    // Nothing of the peers' posts is read any more: they may post into this slot again.
+    group_.areas[static_cast<std::size_t>(rank_)]->consumed[slot_].store(index_,
+                                                                         std::memory_order_release);
+    ++chunk_;
+    ++index_;
+    slot_ = 1 - slot_;
+    posted_ = false;
+    next_ = 0;
   }
-  FTCOMM_RETURN_IF_ERROR(finish());
-  // Nothing of the peers' posts is read any more: they may post into this slot again.
-  group_.areas[static_cast<std::size_t>(rank_)]->consumed[slot_].store(index_,
-                                                                       std::memory_order_release);
   return true;
 }
 
 Status InlineCollective::finish() {
   const std::size_t es = dataTypeSize(args_.dtype);
-  const std::size_t block = args_.count * es;
+  const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
+  if (length == 0) return Status::Ok();
   auto* out = static_cast<std::byte*>(args_.recv);
-  // Folds block `offset` of every member's post into `out`, in rank order.
-  auto fold = [&](std::size_t offset) -> Status {
-    if (block == 0) return Status::Ok();
-    transport::copyBytes(out, payload(0) + offset, block);
+  // Folds piece `piece` of every member's post into `into`, in rank order.
+  auto fold = [&](std::byte* into, std::size_t piece) -> Status {
+    const std::size_t at = piece * length, count = length / es;
+    transport::copyBytes(into, payload(0) + at, length);
     for (int r = 1; r < n_; ++r) {
       FTCOMM_RETURN_IF_ERROR(
-          algorithms::reduceInto(args_.dtype, args_.op, out, payload(r) + offset, args_.count));
+          algorithms::reduceInto(args_.dtype, args_.op, into, payload(r) + at, count));
     }
-    if (args_.op == ReduceOp::kAvg) {
-      return algorithms::finishAverage(args_.dtype, out, args_.count, n_);
-    }
+    if (args_.op == ReduceOp::kAvg) return algorithms::finishAverage(args_.dtype, into, count, n_);
     return Status::Ok();
   };
+  const auto self = static_cast<std::size_t>(rank_);
   switch (collective_) {
     case Collective::kAllReduce:
-      return fold(0);
+      return fold(out + offset, 0);
     case Collective::kReduce:
-      return rank_ == args_.root ? fold(0) : Status::Ok();
+      return rank_ == args_.root ? fold(out + offset, 0) : Status::Ok();
     case Collective::kReduceScatter:
-      return fold(static_cast<std::size_t>(rank_) * block);
+      return fold(out + offset, self);
     case Collective::kBroadcast:
-      if (rank_ != args_.root && block > 0) transport::copyBytes(out, payload(args_.root), block);
+      if (rank_ != args_.root) transport::copyBytes(out + offset, payload(args_.root), length);
       return Status::Ok();
     case Collective::kAllGather:
-      for (int r = 0; r < n_ && block > 0; ++r) {
-        transport::copyBytes(out + static_cast<std::size_t>(r) * block, payload(r), block);
+      for (int r = 0; r < n_; ++r) {
+        transport::copyBytes(out + static_cast<std::size_t>(r) * plan_.block + offset, payload(r),
+                             length);
       }
       return Status::Ok();
     case Collective::kAllToAll:
-      for (int r = 0; r < n_ && block > 0; ++r) {
-        transport::copyBytes(out + static_cast<std::size_t>(r) * block,
-                             payload(r) + static_cast<std::size_t>(rank_) * block, block);
+      for (int r = 0; r < n_; ++r) {
+        transport::copyBytes(out + static_cast<std::size_t>(r) * plan_.block + offset,
+                             payload(r) + self * length, length);
       }
       return Status::Ok();
     case Collective::kBarrier:
@@ -262,7 +329,10 @@ Result<bool> InlineTask::advance() {
       return Status(s.code(), "rank " + std::to_string(p) + ": " + s.message());
     }
   }
-  return run_.poll();
+  // A few chunks at a time (256 KiB per member by default): the engine's mutex is held
+  // meanwhile, and a long collective must not keep the calling threads of other operations out
+  // for its whole duration.
+  return run_.poll(4);
 }
 
 }  // namespace ftcomm::detail

@@ -42,10 +42,16 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
                                                    const std::vector<int>& members,
                                                    const std::vector<int>& areas);
 
-// The bytes the largest poster posts for this collective, if it may run inline: the same on
-// every member that called the same collective.
-std::optional<std::size_t> inlinePostBytes(algorithms::Collective collective, std::size_t count,
-                                           DataType dtype, int ranks);
+// How a collective runs inline: `chunks` rounds, each over `step` bytes of every block (the
+// input, or each member's block of it for reduce-scatter and all-to-all). None (0 chunks) when it
+// does not run inline. The same on every member that called the same collective.
+struct InlineChunking {
+  std::uint64_t chunks = 0;
+  std::size_t block = 0;  // bytes of the input, or of one block
+  std::size_t step = 0;   // bytes of a block per chunk
+};
+InlineChunking inlineChunking(algorithms::Collective collective, std::size_t count, DataType dtype,
+                              int ranks);
 
 // Writes this member's announcement for collective `seq`, which it runs with messages.
 void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
@@ -53,13 +59,20 @@ void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
 
 class InlineCollective {
  public:
-  // The `index`-th inline collective of the communicator (from 1), its sequence number `seq`.
+  // Its chunks are the communicator's inline rounds firstIndex, firstIndex + 1, ... (from 1);
+  // `seq`: its sequence number.
   InlineCollective(const InlineGroup& group, int rank, algorithms::Collective collective,
-                   const algorithms::CollectiveArgs& args, std::uint64_t index, std::uint64_t seq,
+                   const algorithms::CollectiveArgs& args, const InlineChunking& plan,
+                   std::uint64_t firstIndex, std::uint64_t seq,
                    const transport::OpSignature& signature);
 
-  // Posts once allowed, then looks at the peers' slots. Ok(true): done, the result is written.
-  Result<bool> poll();
+  // Posts each chunk once allowed, then looks at the peers' slots, for at most `chunks` chunks.
+  // Ok(true): done, the result is written.
+  Result<bool> poll(std::uint64_t chunks = ~std::uint64_t{0});
+  // Chunks done so far (a caller that sees it move keeps polling).
+  std::uint64_t chunksDone() const { return chunk_; }
+  // The last poll stopped at its chunk limit, not to wait for a peer.
+  bool stoppedAtLimit() const { return stoppedAtLimit_; }
 
  private:
   bool mayPost() const;
@@ -67,18 +80,24 @@ class InlineCollective {
   // Mismatch when `peer` posted or announced another collective for this slot.
   Status checkPosted(int peer, const shm::InlineSlot& slot) const;
   Status checkAnnounced(int peer) const;
+  // The current chunk's result.
   Status finish();
+  std::size_t chunkBytes() const;  // of one block, in the current chunk
   const std::byte* payload(int rank) const;
 
   const InlineGroup& group_;
   const int rank_, n_;
   const algorithms::Collective collective_;
   const algorithms::CollectiveArgs args_;
-  const std::uint64_t index_, seq_;
+  const InlineChunking plan_;
+  const std::uint64_t seq_;
   std::uint64_t signature_[3];
-  const int slot_;
+  std::uint64_t chunk_ = 0;
+  std::uint64_t index_;  // the current chunk's round
+  int slot_;
   bool posted_ = false;
-  int next_ = 0;  // ranks before it have posted
+  bool stoppedAtLimit_ = false;
+  int next_ = 0;  // ranks before it have posted the current chunk
 };
 
 // An inline collective on the engine (the caller's spin did not finish it).
@@ -89,6 +108,7 @@ class InlineTask final : public algorithms::CollectiveTask {
       : transport_(transport), run_(std::move(run)), failed_(std::move(failed)) {}
   // A peer that died fails it (nothing else involves the peer: no request waits on it).
   Result<bool> advance() override;
+  bool hasMoreWork() const override { return run_.stoppedAtLimit(); }
 
  private:
   transport::Transport& transport_;

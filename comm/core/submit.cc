@@ -54,10 +54,12 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
 
   const algorithms::AlgorithmInfo* algorithm = nullptr;
   Status status = valid;
-  const bool inlined =
-      status.ok() && comm->inlineGroup &&
-      (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) == 0 &&
-      inlinePostBytes(call.collective, call.args.count, call.args.dtype, comm->size).has_value();
+  InlineChunking chunking;
+  if (status.ok() && comm->inlineGroup &&
+      (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) == 0) {
+    chunking = inlineChunking(call.collective, call.args.count, call.args.dtype, comm->size);
+  }
+  const bool inlined = chunking.chunks > 0;
   if (inlined) {
     record.algorithm = "inline";
   } else if (status.ok()) {
@@ -106,8 +108,8 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
   signature.count = call.args.count;
   signature.extra = call.extra;
   if (inlined) {
-    return runInline(comm, call, timeoutOf(*comm, options), seq, std::move(progress), signature,
-                     lock);
+    return runInline(comm, call, chunking, timeoutOf(*comm, options), seq, std::move(progress),
+                     signature, lock);
   }
   if (comm->inlineGroup) announceCollective(*comm->inlineGroup, comm->rank, seq, signature);
   auto op = std::make_unique<Operation>();

@@ -41,10 +41,10 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
 
 // submitCollective's path for a collective that runs inline (inline_collective.h), numbered
 // `seq` and recorded as `progress`: the calling thread posts it under `lock` (the engine's
-// mutex), releases the lock and polls for a few microseconds; what is not done by then goes to
-// the engine like any other operation.
+// mutex), releases the lock and polls while the collective moves (50 us without a chunk done
+// at most); what is not done by then goes to the engine like any other operation.
 Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
-               std::chrono::milliseconds timeout, std::uint64_t seq,
+               const InlineChunking& chunking, std::chrono::milliseconds timeout, std::uint64_t seq,
                std::shared_ptr<recorder::OpProgress> progress,
                const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock);
 

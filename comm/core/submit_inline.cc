@@ -8,8 +8,8 @@ namespace ftcomm::detail {
 
 namespace {
 
-// How long the calling thread polls before it hands the collective to the engine and returns:
-// long enough for peers that call within microseconds of each other.
+// How long the calling thread polls without a chunk done before it hands the collective to the
+// engine and returns: long enough for peers that call within microseconds of each other.
 constexpr auto kInlineSpin = std::chrono::microseconds(50);
 // Polls between clock readings (a reading costs as much as a poll here).
 constexpr unsigned kPollsPerClock = 8;
@@ -20,55 +20,12 @@ void cpuRelax() {
 #endif
 }
 
-}  // namespace
-
-Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
-               std::chrono::milliseconds timeout, std::uint64_t seq,
-               std::shared_ptr<recorder::OpProgress> progress,
-               const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock) {
-  InlineCollective run(*comm->inlineGroup, comm->rank, call.collective, call.args,
-                       ++comm->inlineCount, seq, signature);
-  // The first poll posts, under the mutex: posts go out in sequence order.
-  Result<bool> done = run.poll();
-  lock.unlock();
-  Engine& engine = *comm->engine;
-  // Read only once the first poll did not finish it (a reading costs 35 ns on these VMs); the
-  // deadline counts from here.
-  Clock::time_point start{};
-  if (done.ok() && !*done) {
-    start = Clock::now();
-    engine.beginSpin();
-    // With a core for every process the peers run meanwhile: no yield (on these VMs one costs
-    // more than the whole collective). With fewer, the peer may need this core.
-    const bool yields = engine.oversubscribed();
-    auto now = start;
-    for (unsigned polls = 1;; ++polls) {
-      done = run.poll();
-      if (!done.ok() || *done) break;
-      if (polls % kPollsPerClock == 0) {
-        now = Clock::now();
-        if (now >= start + kInlineSpin || comm->unusable.load(std::memory_order_relaxed)) break;
-      }
-      if (yields) {
-        ::sched_yield();
-      } else {
-        cpuRelax();
-      }
-    }
-    engine.endSpin(done.ok() && *done, now);
-  }
-  if (done.ok() && *done) {
-    if (progress) {
-      progress->markStartedAtScheduling();
-      progress->markCompleted();
-    }
-    return Work(succeededWorkState());
-  }
-
-  // Not done within the spin (or failed): the engine takes it, with its deadline, its failure
-  // handling and the notices to the other members.
-  if (start == Clock::time_point{}) start = Clock::now();
-  lock.lock();
+// Gives `run` to the engine, with its deadline, its failure handling and the notices to the
+// other members; `lock` holds the engine's mutex. `failed`: what the caller's polls found wrong.
+Work handOff(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
+             std::chrono::milliseconds timeout, std::uint64_t seq,
+             std::shared_ptr<recorder::OpProgress> progress, InlineCollective run, Status failed,
+             Clock::time_point start, std::unique_lock<std::mutex>& lock) {
   auto work = std::make_shared<WorkState>(comm->engine, std::move(progress), start + timeout);
   work->markStartedAtScheduling();
   if (!comm->broken.ok()) {
@@ -90,10 +47,69 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
   op->name = call.name;
   op->seq = seq;
   op->watchesSharedMemory = true;
-  op->task = std::make_unique<InlineTask>(*comm->transport, std::move(run),
-                                          done.ok() ? Status::Ok() : done.status());
-  engine.startLocked(std::move(op));
+  op->task = std::make_unique<InlineTask>(*comm->transport, std::move(run), std::move(failed));
+  comm->engine->startLocked(std::move(op));
   return Work(std::move(work));
+}
+
+}  // namespace
+
+Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
+               const InlineChunking& chunking, std::chrono::milliseconds timeout, std::uint64_t seq,
+               std::shared_ptr<recorder::OpProgress> progress,
+               const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock) {
+  InlineCollective run(*comm->inlineGroup, comm->rank, call.collective, call.args, chunking,
+                       comm->inlineCount + 1, seq, signature);
+  comm->inlineCount += chunking.chunks;
+  // A collective of several chunks streams from the engine: the call returns at once, as for
+  // any nonblocking collective of that size. One chunk runs here: the first poll posts, under
+  // the mutex (posts go out in sequence order).
+  Result<bool> done = run.poll();
+  lock.unlock();
+  Engine& engine = *comm->engine;
+  // Read only once the first poll did not finish it (a reading costs 35 ns on these VMs); the
+  // deadline counts from here.
+  Clock::time_point start{};
+  if (done.ok() && !*done) {
+    start = Clock::now();
+    engine.beginSpin();
+    // With a core for every process the peers run meanwhile: no yield (on these VMs one costs
+    // more than the whole collective). With fewer, the peer may need this core.
+    const bool yields = engine.oversubscribed();
+    auto now = start, moved = start;
+    std::uint64_t chunks = run.chunksDone();
+    for (unsigned polls = 1;; ++polls) {
+      done = run.poll();
+      if (!done.ok() || *done) break;
+      if (polls % kPollsPerClock == 0) {
+        now = Clock::now();
+        if (run.chunksDone() != chunks) {  // a collective that streams and moves: keep at it
+          chunks = run.chunksDone();
+          moved = now;
+        }
+        if (now >= moved + kInlineSpin || comm->unusable.load(std::memory_order_relaxed)) break;
+      }
+      if (yields) {
+        ::sched_yield();
+      } else {
+        cpuRelax();
+      }
+    }
+    engine.endSpin(done.ok() && *done, now);
+  }
+  if (done.ok() && *done) {
+    if (progress) {
+      progress->markStartedAtScheduling();
+      progress->markCompleted();
+    }
+    return Work(succeededWorkState());
+  }
+
+  // Not done within the spin (or failed): the engine takes it.
+  if (start == Clock::time_point{}) start = Clock::now();
+  lock.lock();
+  return handOff(comm, call, timeout, seq, std::move(progress), std::move(run),
+                 done.ok() ? Status::Ok() : done.status(), start, lock);
 }
 
 }  // namespace ftcomm::detail

@@ -104,7 +104,7 @@ TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on
       } else if (scenario == "mismatch-inline") {
         // One side in shared memory (inline), the others with messages (both with messages
         // under FTCOMM_TRANSPORT=ucx).
-        CHECK_THAT(result, Catch::Contains("count=131072"));
+        CHECK_THAT(result, Catch::Contains("count=524288"));
         if (!transportIsUcx()) CHECK_THAT(result, Catch::Contains("count=1024"));
       } else if (scenario == "mismatch-large") {
         CHECK_THAT(result, Catch::Contains("count=65536"));
