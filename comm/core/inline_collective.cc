@@ -69,7 +69,7 @@ bool sameWords(const std::uint64_t (&a)[3], const std::uint64_t (&b)[3]) {
 // post), while that beats the direct algorithms (measured: streamLimit).
 const std::size_t kStreamChunkBytes = [] {
   const int kib = envInt("FTCOMM_INLINE_CHUNK_KIB", 64);
-  return static_cast<std::size_t>(kib > 0 ? kib : 64) * 1024;
+  return std::min(static_cast<std::size_t>(kib > 0 ? kib : 64) * 1024, shm::kInlineBytes);
 }();
 
 // The most bytes a member posts for a collective that runs inline; FTCOMM_INLINE_MAX_KIB

@@ -40,6 +40,28 @@ Work refused(const std::shared_ptr<CommState>& comm, std::shared_ptr<recorder::O
 
 }  // namespace
 
+Work refusedAsBroken(const std::shared_ptr<CommState>& comm, const char* name, std::uint64_t seq,
+                     std::shared_ptr<recorder::OpProgress> progress,
+                     std::unique_lock<std::mutex>& lock) {
+  // The collective another member already failed (its notice can arrive before this member
+  // makes the call) fails with that member's error; later ones with Revoked.
+  if (seq == comm->brokenSeq) {
+    const Status why = comm->broken;
+    lock.unlock();
+    Work work = refused(comm, std::move(progress), why);
+    // The dump written when the notice came lacks this call; without it a reader would take
+    // this member for one that never entered the failed collective.
+    (void)recorder::FlightRecorder::process().dump(why.message() +
+                                                   " (called after the failure notice)");
+    return work;
+  }
+  const Status why(
+      StatusCode::kRevoked,
+      comm->describe(name, seq) + ": the communicator is unusable: " + comm->broken.toString());
+  lock.unlock();
+  return refused(comm, std::move(progress), why);
+}
+
 Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall call,
                       const OpOptions& options, const Status& valid) {
   recorder::OpDescriptor record;
@@ -82,24 +104,7 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
   const std::uint64_t seq = ++comm->collectiveSeq;
   record.seq = seq;
   auto progress = recorder::FlightRecorder::process().record(record);
-  if (!comm->broken.ok()) {
-    // The collective another member already failed (its notice can arrive before this member
-    // makes the call) fails with that member's error; later ones with Revoked.
-    if (seq == comm->brokenSeq) {
-      const Status why = comm->broken;
-      lock.unlock();
-      Work work = refused(comm, std::move(progress), why);
-      // The dump written when the notice came lacks this call; without it a reader would take
-      // this member for one that never entered the failed collective.
-      (void)recorder::FlightRecorder::process().dump(why.message() +
-                                                     " (called after the failure notice)");
-      return work;
-    }
-    return refused(comm, std::move(progress),
-                   Status(StatusCode::kRevoked,
-                          comm->describe(call.name, seq) +
-                              ": the communicator is unusable: " + comm->broken.toString()));
-  }
+  if (!comm->broken.ok()) return refusedAsBroken(comm, call.name, seq, std::move(progress), lock);
   transport::OpSignature signature;
   signature.kind = call.kind;
   signature.dtype = static_cast<std::uint8_t>(call.args.dtype);

@@ -39,6 +39,13 @@ struct CollectiveCall {
 Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall call,
                       const OpOptions& options, const Status& valid);
 
+// The Work of collective `seq`, numbered while the communicator was already broken: it fails
+// with the error of the member that broke it if it is the collective that failed there, else
+// with Revoked. `lock` holds the engine's mutex; it is released.
+Work refusedAsBroken(const std::shared_ptr<CommState>& comm, const char* name, std::uint64_t seq,
+                     std::shared_ptr<recorder::OpProgress> progress,
+                     std::unique_lock<std::mutex>& lock);
+
 // submitCollective's path for a collective that runs inline (inline_collective.h), numbered
 // `seq` and recorded as `progress`: the calling thread posts it under `lock` (the engine's
 // mutex), releases the lock and polls while the collective moves (50 us without a chunk done

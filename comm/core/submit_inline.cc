@@ -26,19 +26,10 @@ Work handOff(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
              std::chrono::milliseconds timeout, std::uint64_t seq,
              std::shared_ptr<recorder::OpProgress> progress, InlineCollective run, Status failed,
              Clock::time_point start, std::unique_lock<std::mutex>& lock) {
+  // Broken meanwhile: the engine failed the operations it had, not this one.
+  if (!comm->broken.ok()) return refusedAsBroken(comm, call.name, seq, std::move(progress), lock);
   auto work = std::make_shared<WorkState>(comm->engine, std::move(progress), start + timeout);
   work->markStartedAtScheduling();
-  if (!comm->broken.ok()) {
-    // Broken meanwhile: the engine failed the operations it had, not this one.
-    Status why = seq == comm->brokenSeq
-                     ? comm->broken
-                     : Status(StatusCode::kRevoked,
-                              comm->describe(call.name, seq) +
-                                  ": the communicator is unusable: " + comm->broken.toString());
-    lock.unlock();
-    work->complete(std::move(why));
-    return Work(std::move(work));
-  }
   auto op = std::make_unique<Operation>();
   op->comm = comm;
   op->timeout = timeout;

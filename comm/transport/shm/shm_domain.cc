@@ -1,6 +1,7 @@
 #include "transport/shm/shm_domain.h"
 
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +16,14 @@ namespace ftcomm::shm {
 namespace {
 
 constexpr auto kPidCheckInterval = std::chrono::milliseconds(10);
+
+// The segment descriptor a member offered no longer exists in its process.
+bool descriptorGone(const ShmOffer& offer) {
+  const std::string path =
+      "/proc/" + std::to_string(offer.pid) + "/fd/" + std::to_string(offer.segmentFd);
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
+}
 
 std::string errnoText(const std::string& what) {
   return what + ": " + std::strerror(errno);
@@ -137,13 +146,24 @@ Status ShmDomain::connect(const std::vector<std::optional<ShmOffer>>& offers, bo
     const Status gone(StatusCode::kPeerFailed, who + " failed: its process (pid " +
                                                    std::to_string(offer->pid) +
                                                    ") exited while the epoch came up");
+    // A member that is alive but already closed what it offered has given this epoch up:
+    // another member failed while it came up, and the epoch is revoked (another agreement
+    // round), which is not a setup error either.
+    const Status left(StatusCode::kRevoked,
+                      who + " gave epoch " + std::to_string(epoch_) +
+                          " up while it came up (its segment is closed): another member failed");
     peer.wakeFd = static_cast<int>(::syscall(SYS_pidfd_getfd, peer.pidfd, offer->wakeFd, 0));
     if (peer.wakeFd < 0) {
-      return exited(peer.pidfd) ? gone : unavailable(errnoText("pidfd_getfd of " + who) + hint);
+      const int err = errno;
+      if (exited(peer.pidfd)) return gone;
+      if (err == EBADF) return left;
+      errno = err;
+      return unavailable(errnoText("pidfd_getfd of " + who) + hint);
     }
     auto segment = Segment::open(offer->pid, offer->segmentFd, m, size(), epoch_);
     if (!segment.ok()) {
       if (exited(peer.pidfd)) return gone;
+      if (segment.status().code() == StatusCode::kRevoked || descriptorGone(*offer)) return left;
       return Status(segment.status().code(),
                     "mapping the segment of " + who + ": " + segment.status().message() + hint);
     }

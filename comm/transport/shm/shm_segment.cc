@@ -73,6 +73,11 @@ Result<Segment> Segment::open(pid_t pid, int fd, int owner, int members, std::ui
   s.length_ = mapped->length;
   const SegmentHeader& h = s.header();
   s.ringBytes_ = h.ringBytes;
+  if (h.magic == SegmentHeader::kMagic && h.owner == owner && h.epoch > epoch) {
+    // The descriptor number now holds the owner's segment of a later epoch: it gave this one up.
+    return Status(StatusCode::kRevoked, "rank " + std::to_string(owner) +
+                                            " has moved on to epoch " + std::to_string(h.epoch));
+  }
   if (h.magic != SegmentHeader::kMagic || h.epoch != epoch || h.owner != owner ||
       h.members != members || h.ringBytes == 0 || h.ringBytes % kRecordAlign != 0 ||
       s.length_ != areasOffset(members, h.ringBytes) + areasBytes()) {

@@ -75,7 +75,7 @@ class Segment {
   // A new segment for `members` senders with rings of `ringBytes` (a multiple of 64).
   static Result<Segment> create(int owner, int members, std::size_t ringBytes, std::uint64_t epoch);
   // Maps the segment that process `pid` holds as descriptor `fd`, checking that it is the one
-  // it announced.
+  // it announced; Revoked when that descriptor now holds the owner's segment of a later epoch.
   static Result<Segment> open(pid_t pid, int fd, int owner, int members, std::uint64_t epoch);
 
   Segment() = default;
