@@ -13,6 +13,10 @@ namespace {
 constexpr auto kInlineSpin = std::chrono::microseconds(50);
 // Polls between clock readings (a reading costs as much as a poll here).
 constexpr unsigned kPollsPerClock = 8;
+// A collective streamed through the slots runs in the calling thread up to this many bytes per
+// block (a few hundred microseconds here); a larger one goes to the engine at once, so that the
+// call returns, and streams from there (driven by whichever thread waits on it).
+constexpr std::size_t kCallerStreamBytes = std::size_t{2} << 20;
 
 void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -55,6 +59,10 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
   // A collective of several chunks streams from the engine: the call returns at once, as for
   // any nonblocking collective of that size. One chunk runs here: the first poll posts, under
   // the mutex (posts go out in sequence order).
+  if (chunking.chunks * chunking.step > kCallerStreamBytes) {
+    return handOff(comm, call, timeout, seq, std::move(progress), std::move(run), Status::Ok(),
+                   Clock::now(), lock);
+  }
   Result<bool> done = run.poll();
   lock.unlock();
   Engine& engine = *comm->engine;
