@@ -73,13 +73,14 @@ const std::size_t kStreamChunkBytes = [] {
 }();
 
 // The most bytes a member posts for a collective that runs inline; FTCOMM_INLINE_MAX_KIB
-// overrides it (for measuring). Past one slot a collective streams in chunks: in the calling
-// thread up to 2 MiB (submit_inline.cc), from the engine beyond. Measured against the direct
-// algorithms in alternating runs (BENCHMARKS.md):
+// overrides it (for measuring). Past one slot a collective streams in chunks, in the calling
+// thread up to 2 MiB (submit_inline.cc; from the engine beyond, reached only through the
+// override). Measured against the direct algorithms in alternating runs (BENCHMARKS.md):
 //   - to 2 MiB streaming wins for broadcast, reduce, reduce-scatter and allreduce at 2 ranks;
 //     at 4 ranks on 2 cores allreduce only to 1 MiB (every member reduces the whole vector);
-//   - beyond 2 MiB, streamed from the engine, only reduce at 2 ranks still wins (1.2-1.4x the
-//     direct algorithm's speed from 4 to 64 MiB); the others were at par or slower;
+//   - beyond 2 MiB, streamed from the engine, it was at par with the direct algorithms or
+//     slower, except reduce, and that only with waiters that spin for as long as anything
+//     moves, which put other runs into a slow mode (BENCHMARKS.md);
 //   - allgather and all-to-all gain nothing past one slot.
 std::size_t streamLimit(Collective collective, int ranks) {
   static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
@@ -87,10 +88,9 @@ std::size_t streamLimit(Collective collective, int ranks) {
   constexpr std::size_t kStreamBytes = std::size_t{2} << 20;
   switch (collective) {
     case Collective::kBroadcast:
+    case Collective::kReduce:
     case Collective::kReduceScatter:
       return kStreamBytes;
-    case Collective::kReduce:
-      return ranks <= 2 ? ~std::size_t{0} : kStreamBytes;
     case Collective::kAllReduce:
       return ranks <= 2 ? kStreamBytes : kStreamBytes / 2;
     default:

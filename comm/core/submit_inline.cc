@@ -9,8 +9,11 @@ namespace ftcomm::detail {
 namespace {
 
 // How long the calling thread polls without a chunk done before it hands the collective to the
-// engine and returns: long enough for peers that call within microseconds of each other.
+// engine and returns: long enough for peers that call within microseconds of each other. A
+// streamed collective waits longer: handed over mid-stream, it goes on from the engine at a
+// fraction of the speed, and the member that did so falls behind at the next one too.
 constexpr auto kInlineSpin = std::chrono::microseconds(50);
+constexpr auto kStreamSpin = std::chrono::microseconds(1000);
 // Polls between clock readings (a reading costs as much as a poll here).
 constexpr unsigned kPollsPerClock = 8;
 // A collective streamed through the slots runs in the calling thread up to this many bytes per
@@ -56,14 +59,14 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
   InlineCollective run(*comm->inlineGroup, comm->rank, call.collective, call.args, chunking,
                        comm->inlineCount + 1, seq, signature);
   comm->inlineCount += chunking.chunks;
-  // A collective of several chunks streams from the engine: the call returns at once, as for
-  // any nonblocking collective of that size. One chunk runs here: the first poll posts, under
-  // the mutex (posts go out in sequence order).
+  // Past kCallerStreamBytes the collective streams from the engine and the call returns at
+  // once. Up to it, it runs here. The first chunk is posted under the mutex (posts go out in
+  // sequence order); the rest streams without it.
   if (chunking.chunks * chunking.step > kCallerStreamBytes) {
     return handOff(comm, call, timeout, seq, std::move(progress), std::move(run), Status::Ok(),
                    Clock::now(), lock);
   }
-  Result<bool> done = run.poll();
+  Result<bool> done = run.poll(1);
   lock.unlock();
   Engine& engine = *comm->engine;
   // Read only once the first poll did not finish it (a reading costs 35 ns on these VMs); the
@@ -75,6 +78,7 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
     // With a core for every process the peers run meanwhile: no yield (on these VMs one costs
     // more than the whole collective). With fewer, the peer may need this core.
     const bool yields = engine.oversubscribed();
+    const auto patience = chunking.chunks > 1 ? kStreamSpin : kInlineSpin;
     auto now = start, moved = start;
     std::uint64_t chunks = run.chunksDone();
     for (unsigned polls = 1;; ++polls) {
@@ -86,7 +90,7 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
           chunks = run.chunksDone();
           moved = now;
         }
-        if (now >= moved + kInlineSpin || comm->unusable.load(std::memory_order_relaxed)) break;
+        if (now >= moved + patience || comm->unusable.load(std::memory_order_relaxed)) break;
       }
       if (yields) {
         ::sched_yield();

@@ -82,7 +82,7 @@ Status Work::wait(std::chrono::milliseconds timeout) {
 
 Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
   const auto start = detail::Clock::now();
-  auto spinUntil = start + kSpin;
+  const auto spinUntil = start + kSpin;
   detail::Engine* engine = state_->engine();
   bool spinning = false;
   unsigned idle = 0, polls = 0;
@@ -99,12 +99,7 @@ Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
     if (spinning && now < spinUntil && now < until) {
       // Yield now and then, not after every empty poll: a yield is a system call, and the
       // message may land meanwhile.
-      if (engine->tryProgress(now)) {
-        // Something moved: the operation is under way (a long one streams chunk by chunk), so
-        // the spin goes on from here.
-        spinUntil = now + kSpin;
-        continue;
-      }
+      if (engine->tryProgress(now)) continue;
       // More processes than cores: the one this thread waits for may need this core now.
       if (++idle % yieldEvery == 0) ::sched_yield();
       continue;
