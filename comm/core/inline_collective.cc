@@ -67,10 +67,13 @@ bool sameWords(const std::uint64_t (&a)[3], const std::uint64_t (&b)[3]) {
 
 // Beyond a slot, a collective streams through the slots in chunks of this size (per member's
 // post), while that beats the direct algorithms (measured: streamLimit).
-const std::size_t kStreamChunkBytes = [] {
-  const int kib = envInt("FTCOMM_INLINE_CHUNK_KIB", 64);
-  return std::min(static_cast<std::size_t>(kib > 0 ? kib : 64) * 1024, shm::kInlineBytes);
-}();
+std::size_t streamChunkBytes() {
+  static const std::size_t bytes = [] {
+    const int kib = envInt("FTCOMM_INLINE_CHUNK_KIB", 64);
+    return std::min(static_cast<std::size_t>(kib > 0 ? kib : 64) * 1024, shm::kInlineBytes);
+  }();
+  return bytes;
+}
 
 // The most bytes a member posts for a collective that runs inline; FTCOMM_INLINE_MAX_KIB
 // overrides it (for measuring). Past one slot a collective streams in chunks, in the calling
@@ -132,7 +135,7 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
   // One chunk while it fits a slot; beyond, pieces that stay in cache on both sides.
   const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
-  const std::size_t chunk = bytes <= shm::kInlineBytes ? shm::kInlineBytes : kStreamChunkBytes;
+  const std::size_t chunk = bytes <= shm::kInlineBytes ? shm::kInlineBytes : streamChunkBytes();
   plan.step = std::max<std::size_t>(chunk / pieces / es, 1) * es;
   plan.chunks = plan.block == 0 ? 1 : (plan.block + plan.step - 1) / plan.step;
   return plan;

@@ -100,13 +100,7 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
     }
     engine.endSpin(done.ok() && *done, now);
   }
-  if (done.ok() && *done) {
-    if (progress) {
-      progress->markStartedAtScheduling();
-      progress->markCompleted();
-    }
-    return Work(succeededWorkState());
-  }
+  if (done.ok() && *done) return Work(succeededWorkState(progress.get()));
 
   // Not done within the spin (or failed): the engine takes it.
   if (start == Clock::time_point{}) start = Clock::now();

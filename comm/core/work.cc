@@ -26,7 +26,11 @@ void WorkState::complete(Status status, std::size_t bytes) {
   cv_.notify_all();
 }
 
-const std::shared_ptr<WorkState>& succeededWorkState() {
+const std::shared_ptr<WorkState>& succeededWorkState(recorder::OpProgress* progress) {
+  if (progress != nullptr) {
+    progress->markStartedAtScheduling();
+    progress->markCompleted();
+  }
   static const auto succeeded = [] {
     auto done = std::make_shared<WorkState>(nullptr, nullptr, Clock::time_point{});
     done->complete(Status::Ok());

@@ -60,7 +60,8 @@ class WorkState {
 };
 
 // One completed, successful state shared by every operation that succeeded within its call and
-// reports no bytes: no allocation, no lock.
-const std::shared_ptr<WorkState>& succeededWorkState();
+// reports no bytes: no allocation, no lock. Marks `progress` (its recorder entry, may be null)
+// started at scheduling and completed.
+const std::shared_ptr<WorkState>& succeededWorkState(recorder::OpProgress* progress);
 
 }  // namespace ftcomm::detail

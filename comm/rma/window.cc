@@ -166,13 +166,7 @@ std::shared_ptr<recorder::OpProgress> WindowState::record(recorder::v1::OpType o
 Work WindowState::finish(std::shared_ptr<recorder::OpProgress> progress, Status status,
                          std::size_t bytes) {
   // An 8-byte put + flush is measured in hundreds of ns: no allocation, no lock.
-  if (status.ok() && bytes == 0) {
-    if (progress) {
-      progress->markStartedAtScheduling();
-      progress->markCompleted();
-    }
-    return Work(detail::succeededWorkState());
-  }
+  if (status.ok() && bytes == 0) return Work(detail::succeededWorkState(progress.get()));
   auto work = std::make_shared<detail::WorkState>(nullptr, std::move(progress),
                                                   detail::Clock::time_point{});
   work->markStartedAtScheduling();
