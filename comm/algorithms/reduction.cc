@@ -41,34 +41,43 @@ T maximum(T a, T b) {
   return (a > b || a != a) ? a : b;
 }
 
+// Two loops, so that each has restrict-qualified pointers the compiler can vectorize: in place
+// (out is a), or into a third buffer.
 template <typename T, typename Combine>
-void combine(T* __restrict inout, const T* __restrict in, std::size_t count, Combine f) {
-  for (std::size_t i = 0; i < count; ++i) inout[i] = f(inout[i], in[i]);
+void combine(T* out, const T* a, const T* __restrict b, std::size_t count, Combine f) {
+  if (out == a) {
+    T* __restrict inout = out;
+    for (std::size_t i = 0; i < count; ++i) inout[i] = f(inout[i], b[i]);
+    return;
+  }
+  T* __restrict to = out;
+  const T* __restrict from = a;
+  for (std::size_t i = 0; i < count; ++i) to[i] = f(from[i], b[i]);
 }
 
 template <typename T>
-void reduceTyped(ReduceOp op, T* inout, const T* in, std::size_t count) {
+void reduceTyped(ReduceOp op, T* out, const T* a, const T* b, std::size_t count) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      combine(inout, in, count, add<T>);
+      combine(out, a, b, count, add<T>);
       return;
     case ReduceOp::kProd:
-      combine(inout, in, count, multiply<T>);
+      combine(out, a, b, count, multiply<T>);
       return;
     case ReduceOp::kMin:
-      combine(inout, in, count, minimum<T>);
+      combine(out, a, b, count, minimum<T>);
       return;
     case ReduceOp::kMax:
-      combine(inout, in, count, maximum<T>);
+      combine(out, a, b, count, maximum<T>);
       return;
     case ReduceOp::kBand:
     case ReduceOp::kBor:
     case ReduceOp::kBxor:
       if constexpr (std::is_integral_v<T>) {
-        if (op == ReduceOp::kBand) combine(inout, in, count, [](T a, T b) -> T { return a & b; });
-        if (op == ReduceOp::kBor) combine(inout, in, count, [](T a, T b) -> T { return a | b; });
-        if (op == ReduceOp::kBxor) combine(inout, in, count, [](T a, T b) -> T { return a ^ b; });
+        if (op == ReduceOp::kBand) combine(out, a, b, count, [](T x, T y) -> T { return x & y; });
+        if (op == ReduceOp::kBor) combine(out, a, b, count, [](T x, T y) -> T { return x | y; });
+        if (op == ReduceOp::kBxor) combine(out, a, b, count, [](T x, T y) -> T { return x ^ y; });
       }
       return;
   }
@@ -76,19 +85,25 @@ void reduceTyped(ReduceOp op, T* inout, const T* in, std::size_t count) {
 
 // 16-bit floats: widen a block to float32, reduce there, narrow back once per element.
 template <float (*Widen)(std::uint16_t), std::uint16_t (*Narrow)(float)>
-void reduceNarrowFloat(ReduceOp op, std::uint16_t* inout, const std::uint16_t* in,
-                       std::size_t count) {
+void reduceNarrowFloat(ReduceOp op, std::uint16_t* out, const std::uint16_t* a,
+                       const std::uint16_t* b, std::size_t count) {
   constexpr std::size_t kBlock = 256;
-  float a[kBlock], b[kBlock];
+  float x[kBlock], y[kBlock];
   for (std::size_t start = 0; start < count; start += kBlock) {
     const std::size_t n = std::min(kBlock, count - start);
     for (std::size_t i = 0; i < n; ++i) {
-      a[i] = Widen(inout[start + i]);
-      b[i] = Widen(in[start + i]);
+      x[i] = Widen(a[start + i]);
+      y[i] = Widen(b[start + i]);
     }
-    reduceTyped(op, a, b, n);
-    for (std::size_t i = 0; i < n; ++i) inout[start + i] = Narrow(a[i]);
+    reduceTyped(op, x, x, y, n);
+    for (std::size_t i = 0; i < n; ++i) out[start + i] = Narrow(x[i]);
   }
+}
+
+// Calls reduceTyped (or reduceNarrowFloat) with the pointers cast to `type`'s element type.
+template <typename T>
+void reduceAs(ReduceOp op, void* out, const void* a, const void* b, std::size_t count) {
+  reduceTyped(op, static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), count);
 }
 
 template <typename T>
@@ -157,44 +172,46 @@ std::uint16_t floatToBfloat16(float value) {
 }
 
 Status reduceInto(DataType type, ReduceOp op, void* inout, const void* in, std::size_t count) {
+  return reduceFrom(type, op, inout, inout, in, count);
+}
+
+Status reduceFrom(DataType type, ReduceOp op, void* out, const void* a, const void* b,
+                  std::size_t count) {
   FTCOMM_RETURN_IF_ERROR(checkReduction(type, op));
   switch (type) {
     case DataType::kInt8:
-      reduceTyped(op, static_cast<std::int8_t*>(inout), static_cast<const std::int8_t*>(in), count);
+      reduceAs<std::int8_t>(op, out, a, b, count);
       break;
     case DataType::kUint8:
-      reduceTyped(op, static_cast<std::uint8_t*>(inout), static_cast<const std::uint8_t*>(in),
-                  count);
+      reduceAs<std::uint8_t>(op, out, a, b, count);
       break;
     case DataType::kInt32:
-      reduceTyped(op, static_cast<std::int32_t*>(inout), static_cast<const std::int32_t*>(in),
-                  count);
+      reduceAs<std::int32_t>(op, out, a, b, count);
       break;
     case DataType::kUint32:
-      reduceTyped(op, static_cast<std::uint32_t*>(inout), static_cast<const std::uint32_t*>(in),
-                  count);
+      reduceAs<std::uint32_t>(op, out, a, b, count);
       break;
     case DataType::kInt64:
-      reduceTyped(op, static_cast<std::int64_t*>(inout), static_cast<const std::int64_t*>(in),
-                  count);
+      reduceAs<std::int64_t>(op, out, a, b, count);
       break;
     case DataType::kUint64:
-      reduceTyped(op, static_cast<std::uint64_t*>(inout), static_cast<const std::uint64_t*>(in),
-                  count);
+      reduceAs<std::uint64_t>(op, out, a, b, count);
       break;
     case DataType::kFloat16:
-      reduceNarrowFloat<halfToFloat, floatToHalf>(op, static_cast<std::uint16_t*>(inout),
-                                                  static_cast<const std::uint16_t*>(in), count);
+      reduceNarrowFloat<halfToFloat, floatToHalf>(op, static_cast<std::uint16_t*>(out),
+                                                  static_cast<const std::uint16_t*>(a),
+                                                  static_cast<const std::uint16_t*>(b), count);
       break;
     case DataType::kBFloat16:
       reduceNarrowFloat<bfloat16ToFloat, floatToBfloat16>(
-          op, static_cast<std::uint16_t*>(inout), static_cast<const std::uint16_t*>(in), count);
+          op, static_cast<std::uint16_t*>(out), static_cast<const std::uint16_t*>(a),
+          static_cast<const std::uint16_t*>(b), count);
       break;
     case DataType::kFloat32:
-      reduceTyped(op, static_cast<float*>(inout), static_cast<const float*>(in), count);
+      reduceAs<float>(op, out, a, b, count);
       break;
     case DataType::kFloat64:
-      reduceTyped(op, static_cast<double*>(inout), static_cast<const double*>(in), count);
+      reduceAs<double>(op, out, a, b, count);
       break;
   }
   return Status::Ok();

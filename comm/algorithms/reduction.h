@@ -1,9 +1,9 @@
 // Element-wise reduction kernels used by every collective algorithm of the host backend:
-// inout[i] = inout[i] OP in[i]. Written as plain loops over restrict-qualified typed pointers,
-// which the compiler vectorizes for the native types; float16 and bfloat16 are widened to
-// float32, reduced, and rounded back to nearest-even. AVG reduces as a sum and the algorithm
-// divides once, at the end, with finishAverage() (partial sums of 16-bit types are still stored,
-// and so rounded, in their own type between steps, as in NCCL).
+// inout[i] = inout[i] OP in[i], or out[i] = a[i] OP b[i]. Written as plain loops over
+// restrict-qualified typed pointers, which the compiler vectorizes for the native types; float16
+// and bfloat16 are widened to float32, reduced, and rounded back to nearest-even. AVG reduces as a
+// sum and the algorithm divides once, at the end, with finishAverage() (partial sums of 16-bit
+// types are still stored, and so rounded, in their own type between steps, as in NCCL).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -17,6 +17,11 @@ namespace ftcomm::algorithms {
 
 // Refuses undefined combinations (checkReduction) before touching memory.
 Status reduceInto(DataType type, ReduceOp op, void* inout, const void* in, std::size_t count);
+
+// out[i] = a[i] OP b[i]: a reduction and a copy in one pass. `out` may be `a`; otherwise none of
+// the three may overlap.
+Status reduceFrom(DataType type, ReduceOp op, void* out, const void* a, const void* b,
+                  std::size_t count);
 
 // Divides each element by `contributors` (AVG's last step); floating types only.
 Status finishAverage(DataType type, void* data, std::size_t count, int contributors);

@@ -86,7 +86,7 @@ Status Work::wait(std::chrono::milliseconds timeout) {
 
 Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
   const auto start = detail::Clock::now();
-  const auto spinUntil = start + kSpin;
+  auto spinUntil = start + kSpin;
   detail::Engine* engine = state_->engine();
   bool spinning = false;
   unsigned idle = 0, polls = 0;
@@ -103,7 +103,16 @@ Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
     if (spinning && now < spinUntil && now < until) {
       // Yield now and then, not after every empty poll: a yield is a system call, and the
       // message may land meanwhile.
-      if (engine->tryProgress(now)) continue;
+      if (engine->tryProgress(now)) {
+        // Time spent doing the work (a direct collective's copies run here) is not waiting:
+        // the spin budget counts idle polling only, so the thread that just did the work is
+        // still polling when the peers' last notices land, instead of asleep behind a
+        // wake-up of the progress thread and then one of its own.
+        const auto after = detail::Clock::now();
+        spinUntil += after - now;
+        now = after;
+        continue;
+      }
       // More processes than cores: the one this thread waits for may need this core now.
       if (++idle % yieldEvery == 0) ::sched_yield();
       continue;

@@ -15,9 +15,17 @@ using namespace ftcomm::algorithms;
 
 namespace {
 
+// In place (reduceInto), and into a third buffer (reduceFrom): both must give the same bits and
+// leave their inputs alone.
 template <typename T>
 std::vector<T> reduced(ReduceOp op, std::vector<T> a, const std::vector<T>& b, DataType type) {
+  const std::vector<T> a0 = a, b0 = b;
+  std::vector<T> out(a.size(), T(0));
+  REQUIRE(reduceFrom(type, op, out.data(), a.data(), b.data(), a.size()).ok());
+  REQUIRE(std::memcmp(a.data(), a0.data(), a.size() * sizeof(T)) == 0);
   REQUIRE(reduceInto(type, op, a.data(), b.data(), a.size()).ok());
+  REQUIRE(std::memcmp(b.data(), b0.data(), b.size() * sizeof(T)) == 0);
+  REQUIRE(std::memcmp(out.data(), a.data(), a.size() * sizeof(T)) == 0);
   return a;
 }
 
@@ -170,8 +178,7 @@ TEST_CASE("16-bit float reductions go through float32, across block boundaries")
       a[i] = narrow(static_cast<float>(i % 17) * 0.25f);
       b[i] = narrow(static_cast<float>(i % 5) - 1.0f);
     }
-    auto sum = a;
-    REQUIRE(reduceInto(type, ReduceOp::kSum, sum.data(), b.data(), count).ok());
+    const auto sum = reduced(ReduceOp::kSum, a, b, type);
     auto avg = a;
     REQUIRE(reduceInto(type, ReduceOp::kAvg, avg.data(), b.data(), count).ok());
     REQUIRE(finishAverage(type, avg.data(), count, 2).ok());

@@ -34,12 +34,9 @@ class DirectAllReduce final : public DirectTask {
 
   Status work(int round) override {
     if (round == 0) {  // this rank's slice, from every input
-      std::byte* mine = recvBytes() + start(rank_);
-      if (args_.send != args_.recv) {
-        transport::copyBytes(mine, static_cast<const std::byte*>(args_.send) + start(rank_),
-                             length(rank_));
-      }
-      return foldPeerInputs(mine, start(rank_), length(rank_));
+      return foldPeerInputs(recvBytes() + start(rank_),
+                            static_cast<const std::byte*>(args_.send) + start(rank_), start(rank_),
+                            length(rank_));
     }
     for (int p = 0; p < n_; ++p) {  // everyone else's slice
       if (p != rank_)
@@ -104,8 +101,7 @@ class DirectReduceScatter final : public DirectTask {
       staged_.reset(new std::byte[block]);
       target = staged_.get();
     }
-    if (block > 0) transport::copyBytes(target, in + offset, block);
-    return foldPeerInputs(target, offset, block);
+    return foldPeerInputs(target, in + offset, offset, block);
   }
   Result<bool> finish() override {
     if (staged_) transport::copyBytes(args_.recv, staged_.get(), args_.count * elementBytes_);
@@ -125,8 +121,8 @@ class DirectReduce final : public DirectTask {
   // has read theirs.
   Status work(int) override {
     if (rank_ != args_.root) return Status::Ok();
-    copyInput();
-    return foldPeerInputs(recvBytes(), 0, args_.count * elementBytes_);
+    return foldPeerInputs(recvBytes(), static_cast<const std::byte*>(args_.send), 0,
+                          args_.count * elementBytes_);
   }
   Result<bool> finish() override {
     if (rank_ != args_.root) return true;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algorithms/reduction.h"
+#include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
 
@@ -15,17 +16,24 @@ constexpr std::size_t kPiece = 128 * 1024;
 
 }  // namespace
 
-Status DirectTask::foldPeerInputs(std::byte* into, std::uint64_t offset, std::size_t bytes) {
+Status DirectTask::foldPeerInputs(std::byte* into, const std::byte* own, std::uint64_t offset,
+                                  std::size_t bytes) {
+  if (n_ == 1) {
+    if (own != into && bytes > 0) transport::copyBytes(into, own, bytes);
+    return Status::Ok();
+  }
   const std::size_t pieceBytes = kPiece / elementBytes_ * elementBytes_;
   // Uninitialized: zeroing it would cost as much as a small collective.
   if (!scratch_ && bytes > 0) scratch_.reset(new std::byte[std::min(pieceBytes, bytes)]);
   for (std::size_t done = 0; done < bytes; done += pieceBytes) {
     const std::size_t now = std::min(pieceBytes, bytes - done);
+    const std::byte* first = own + done;  // what the next peer's piece is reduced with
     for (int p = 0; p < n_; ++p) {
       if (p == rank_) continue;
       FTCOMM_RETURN_IF_ERROR(read(p, scratch_.get(), peerSend(p) + offset + done, now));
-      FTCOMM_RETURN_IF_ERROR(
-          reduceInto(args_.dtype, args_.op, into + done, scratch_.get(), now / elementBytes_));
+      FTCOMM_RETURN_IF_ERROR(reduceFrom(args_.dtype, args_.op, into + done, first, scratch_.get(),
+                                        now / elementBytes_));
+      first = into + done;
     }
   }
   return Status::Ok();

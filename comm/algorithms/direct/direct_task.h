@@ -35,9 +35,12 @@ class DirectTask : public TaskBase {
   Status read(int peer, void* into, std::uint64_t address, std::size_t bytes) {
     return bytes == 0 ? Status::Ok() : transport_.readPeer(peer, into, address, bytes);
   }
-  // Folds every peer's input [offset, offset + bytes) of its send buffer into `into`, which
-  // holds this rank's, in cache-sized pieces through a scratch buffer.
-  Status foldPeerInputs(std::byte* into, std::uint64_t offset, std::size_t bytes);
+  // Writes this rank's `own` bytes reduced with every peer's input [offset, offset + bytes) of
+  // its send buffer into `into`, in cache-sized pieces through a scratch buffer. The first
+  // peer's piece is reduced with `own` straight into `into`, so `own` is never copied first.
+  // `own` may be `into`.
+  Status foldPeerInputs(std::byte* into, const std::byte* own, std::uint64_t offset,
+                        std::size_t bytes);
   std::uint64_t peerSend(int peer) const { return notice(0, peer).send; }
   std::uint64_t peerRecv(int peer) const { return notice(0, peer).recv; }
 
