@@ -24,6 +24,12 @@ void OpProgress::markStartedAtScheduling() {
   }
 }
 
+void OpProgress::markCompletedWithinCall() {
+  started_.store(scheduled_, std::memory_order_relaxed);
+  ended_.store(recorderTicks(), std::memory_order_relaxed);
+  state_.store(pb::COMPLETED, std::memory_order_release);
+}
+
 bool OpProgress::beginFinish() {
   int current = state_.load(std::memory_order_acquire);
   while (current == pb::SCHEDULED || current == pb::STARTED) {

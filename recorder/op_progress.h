@@ -26,9 +26,13 @@ class OpProgress {
   void reset();
 
   void markStarted();
-  // An operation that ran within the call that scheduled it: started when scheduled, completed
-  // now (one clock read instead of two).
+  // An operation that was started by the call that scheduled it: started when scheduled (no
+  // clock read).
   void markStartedAtScheduling();
+  // An operation that ran to completion within the call that scheduled it, before anything but
+  // a dump could see its entry: started when scheduled, completed now. Plain stores instead of
+  // the transitions' compare-and-swaps (nothing else can finish such an operation).
+  void markCompletedWithinCall();
   void markCompleted();
   void markFailed(std::string error);
 

@@ -27,15 +27,16 @@ void WorkState::complete(Status status, std::size_t bytes) {
 }
 
 const std::shared_ptr<WorkState>& succeededWorkState(recorder::OpProgress* progress) {
-  if (progress != nullptr) {
-    progress->markStartedAtScheduling();
-    progress->markCompleted();
-  }
-  static const auto succeeded = [] {
-    auto done = std::make_shared<WorkState>(nullptr, nullptr, Clock::time_point{});
+  if (progress != nullptr) progress->markCompletedWithinCall();
+  // Never destroyed, and shared without a reference count (an aliasing pointer with no owner):
+  // a Work of an operation done within its call costs no atomic operations on a count that every
+  // thread of the process would share.
+  static WorkState* const state = [] {
+    auto* done = new WorkState(nullptr, nullptr, Clock::time_point{});
     done->complete(Status::Ok());
     return done;
   }();
+  static const std::shared_ptr<WorkState> succeeded(std::shared_ptr<void>(), state);
   return succeeded;
 }
 

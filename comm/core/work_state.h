@@ -60,8 +60,8 @@ class WorkState {
 };
 
 // One completed, successful state shared by every operation that succeeded within its call and
-// reports no bytes: no allocation, no lock. Marks `progress` (its recorder entry, may be null)
-// started at scheduling and completed.
+// reports no bytes: no allocation, no lock, no reference count (a weak_ptr to it is always
+// expired). Marks `progress` (its recorder entry, may be null) completed within the call.
 const std::shared_ptr<WorkState>& succeededWorkState(recorder::OpProgress* progress);
 
 }  // namespace ftcomm::detail

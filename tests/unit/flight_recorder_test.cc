@@ -93,6 +93,20 @@ TEST_CASE("entry times are CLOCK_MONOTONIC nanoseconds, whichever clock the entr
   CHECK(dump.monotonic_at_dump_ns() >= e.ended_ns());
 }
 
+TEST_CASE("an operation completed within its call is started when scheduled and ends later") {
+  FlightRecorder recorder(8);
+  auto progress = recorder.record(allreduce(1));
+  std::this_thread::sleep_for(5ms);
+  progress->markCompletedWithinCall();
+  CHECK(progress->state() == pb::COMPLETED);
+  progress->markFailed("too late");  // a terminal state stays
+  const pb::Entry e = recorder.snapshot("test").entries(0);
+  CHECK(e.state() == pb::COMPLETED);
+  CHECK(e.error().empty());
+  CHECK(e.started_ns() == e.scheduled_ns());
+  CHECK(e.ended_ns() - e.started_ns() >= 5'000'000 - 1000);
+}
+
 TEST_CASE("an entry overwritten once its operation ended starts afresh") {
   FlightRecorder recorder(1);
   recorder.record(allreduce(1))->markFailed("PeerFailed: rank 1 died");
