@@ -79,23 +79,26 @@ std::size_t streamChunkBytes() {
 // overrides it (for measuring). Past one slot a collective streams in chunks, in the calling
 // thread up to 2 MiB (submit_inline.cc; from the engine beyond, reached only through the
 // override). Measured against the direct algorithms in alternating runs (BENCHMARKS.md):
-//   - to 2 MiB streaming wins for broadcast, reduce, reduce-scatter and allreduce at 2 ranks;
-//     at 4 ranks on 2 cores allreduce only to 1 MiB (every member reduces the whole vector);
+//   - broadcast and reduce stream to 2 MiB: a direct reduce or broadcast copies on one core
+//     only, streaming on both. Streaming's speed depends on the run (BENCHMARKS.md, "Streaming
+//     is bimodal"); reduce gained in the median of 8 alternating runs, broadcast came out about
+//     even over two days;
+//   - allreduce and reduce-scatter do not stream: since the direct algorithms reduce straight
+//     into the result (2026-12-01), they beat streaming at 512 KiB-2 MiB in the median of 8-10
+//     alternating runs (allreduce 1.05-1.19x OpenMPI against 0.80-0.87x; reduce-scatter
+//     1.6-1.9x faster than streaming);
 //   - beyond 2 MiB, streamed from the engine, it was at par with the direct algorithms or
 //     slower, except reduce, and that only with waiters that spin for as long as anything
 //     moves, which put other runs into a slow mode (BENCHMARKS.md);
 //   - allgather and all-to-all gain nothing past one slot.
-std::size_t streamLimit(Collective collective, int ranks) {
+std::size_t streamLimit(Collective collective) {
   static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
   if (overridden > 0) return static_cast<std::size_t>(overridden) * 1024;
   constexpr std::size_t kStreamBytes = std::size_t{2} << 20;
   switch (collective) {
     case Collective::kBroadcast:
     case Collective::kReduce:
-    case Collective::kReduceScatter:
       return kStreamBytes;
-    case Collective::kAllReduce:
-      return ranks <= 2 ? kStreamBytes : kStreamBytes / 2;
     default:
       return shm::kInlineBytes;
   }
@@ -131,7 +134,7 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   if (!posts) return plan;
   const std::size_t es = dataTypeSize(dtype);
   const std::size_t bytes = postBytes(*posts, count, es, ranks);
-  if (bytes > streamLimit(collective, ranks)) return plan;
+  if (bytes > streamLimit(collective)) return plan;
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
   // One chunk while it fits a slot; beyond, pieces that stay in cache on both sides.
   const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
