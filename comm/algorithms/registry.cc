@@ -63,7 +63,8 @@ const std::array kAlgorithms{
                   "only",
                   &makeDirectReduceScatter, true},
     AlgorithmInfo{Collective::kReduce, "direct",
-                  "the root reduces straight from every peer's input; shared memory only",
+                  "each rank reduces its slice straight from every input, the root reads "
+                  "the others' slices; shared memory only",
                   &makeDirectReduce, true},
     AlgorithmInfo{Collective::kAllToAll, "direct",
                   "each rank reads its block from every peer's input; shared memory only",

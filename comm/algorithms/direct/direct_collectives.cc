@@ -4,7 +4,7 @@
 //   broadcast:     a non-root reads B from the root;
 //   allGather:     reads each peer's block;
 //   reduceScatter: reads its block from each peer, reducing as it goes;
-//   reduce:        the root reads every peer's input, reducing as it goes;
+//   reduce:        as allreduce, but only the root reads the others' slices;
 //   allToAll:      reads from each peer the block meant for it.
 // Reductions go in 128 KiB pieces through a scratch buffer that stays in cache
 // (DirectTask::foldPeerInputs).
@@ -13,6 +13,7 @@
 
 #include "algorithms/collectives.h"
 #include "algorithms/direct/direct_task.h"
+#include "algorithms/direct/staging.h"
 #include "algorithms/reduction.h"
 #include "transport/copy_bytes.h"
 
@@ -20,31 +21,43 @@ namespace ftcomm::algorithms {
 
 namespace {
 
+// Rank r's slice of `count` elements of `elementBytes` among n ranks: [start(r), start(r + 1)).
+class Slices {
+ public:
+  Slices(std::size_t count, std::size_t elementBytes, int n)
+      : count_(count), elementBytes_(elementBytes), n_(static_cast<std::size_t>(n)) {}
+  std::size_t start(int rank) const {
+    const auto r = static_cast<std::size_t>(rank);
+    return (r * (count_ / n_) + std::min(r, count_ % n_)) * elementBytes_;
+  }
+  std::size_t length(int rank) const { return start(rank + 1) - start(rank); }
+
+ private:
+  std::size_t count_, elementBytes_, n_;
+};
+
 class DirectAllReduce final : public DirectTask {
  public:
   DirectAllReduce(transport::Transport& transport, const CollectiveArgs& args)
-      : DirectTask(transport, args, 2) {}
+      : DirectTask(transport, args, 2), slices_(args.count, elementBytes_, n_) {}
 
  private:
-  std::size_t start(int chunk) const {
-    const std::size_t c = static_cast<std::size_t>(chunk), n = static_cast<std::size_t>(n_);
-    return (c * (args_.count / n) + std::min(c, args_.count % n)) * elementBytes_;
-  }
-  std::size_t length(int chunk) const { return start(chunk + 1) - start(chunk); }
-
   Status work(int round) override {
     if (round == 0) {  // this rank's slice, from every input
-      return foldPeerInputs(recvBytes() + start(rank_),
-                            static_cast<const std::byte*>(args_.send) + start(rank_), start(rank_),
-                            length(rank_));
+      const std::size_t at = slices_.start(rank_);
+      return foldPeerInputs(recvBytes() + at, static_cast<const std::byte*>(args_.send) + at, at,
+                            slices_.length(rank_));
     }
     for (int p = 0; p < n_; ++p) {  // everyone else's slice
+      const std::size_t at = slices_.start(p);
       if (p != rank_)
-        FTCOMM_RETURN_IF_ERROR(read(p, recvBytes() + start(p), peerRecv(p) + start(p), length(p)));
+        FTCOMM_RETURN_IF_ERROR(read(p, recvBytes() + at, peerRecv(p) + at, slices_.length(p)));
     }
     return Status::Ok();
   }
   Result<bool> finish() override { return finishReduction(args_.recv, args_.count); }
+
+  const Slices slices_;
 };
 
 class DirectBroadcast final : public DirectTask {
@@ -98,7 +111,7 @@ class DirectReduceScatter final : public DirectTask {
     const bool overlaps = out < in + block * static_cast<std::size_t>(n_) && in < out + block;
     std::byte* target = recvBytes();
     if (overlaps && block > 0) {
-      staged_.reset(new std::byte[block]);
+      staged_ = Staging::take(block);
       target = staged_.get();
     }
     return foldPeerInputs(target, in + offset, offset, block);
@@ -108,26 +121,46 @@ class DirectReduceScatter final : public DirectTask {
     return finishReduction(args_.recv, args_.count);
   }
 
-  std::unique_ptr<std::byte[]> staged_;
+  Staging staged_;
 };
 
 class DirectReduce final : public DirectTask {
  public:
   DirectReduce(transport::Transport& transport, const CollectiveArgs& args)
-      : DirectTask(transport, args, 1) {}
+      : DirectTask(transport, args, 2), slices_(args.count, elementBytes_, n_) {
+    if (rank_ != args_.root) staged_ = Staging::take(slices_.length(rank_));
+  }
 
  private:
-  // The root folds every peer's input into its receive buffer; the others only wait until it
-  // has read theirs.
-  Status work(int) override {
+  // Like the allreduce: every rank reduces its own slice from every input (a non-root into a
+  // buffer of its own, which its notices publish), then the root reads the others' slices.
+  // The root's part shrinks from every peer's whole input to two slices' worth per peer.
+  Status work(int round) override {
+    const std::size_t at = slices_.start(rank_);
+    if (round == 0) {
+      std::byte* into = rank_ == args_.root ? recvBytes() + at : staged_.get();
+      return foldPeerInputs(into, static_cast<const std::byte*>(args_.send) + at, at,
+                            slices_.length(rank_));
+    }
     if (rank_ != args_.root) return Status::Ok();
-    return foldPeerInputs(recvBytes(), static_cast<const std::byte*>(args_.send), 0,
-                          args_.count * elementBytes_);
+    for (int p = 0; p < n_; ++p) {
+      if (p != rank_) {
+        FTCOMM_RETURN_IF_ERROR(
+            read(p, recvBytes() + slices_.start(p), peerRecv(p), slices_.length(p)));
+      }
+    }
+    return Status::Ok();
   }
   Result<bool> finish() override {
     if (rank_ != args_.root) return true;
     return finishReduction(args_.recv, args_.count);
   }
+  const void* published() const override {
+    return rank_ == args_.root ? args_.recv : staged_.get();
+  }
+
+  const Slices slices_;
+  Staging staged_;  // a non-root's slice, reduced
 };
 
 class DirectAllToAll final : public DirectTask {
@@ -140,8 +173,8 @@ class DirectAllToAll final : public DirectTask {
   Status work(int) override {
     const std::size_t block = args_.count * elementBytes_;
     const bool inPlace = args_.send == args_.recv;
-    if (inPlace) staged_.resize(block * static_cast<std::size_t>(n_));
-    std::byte* target = inPlace ? staged_.data() : recvBytes();
+    if (inPlace) staged_ = Staging::take(block * static_cast<std::size_t>(n_));
+    std::byte* target = inPlace ? staged_.get() : recvBytes();
     const auto self = static_cast<std::size_t>(rank_);
     if (!inPlace && block > 0) {
       transport::copyBytes(target + self * block,
@@ -156,14 +189,14 @@ class DirectAllToAll final : public DirectTask {
   }
   Result<bool> finish() override {
     const std::size_t block = args_.count * elementBytes_;
-    for (int p = 0; p < n_ && !staged_.empty(); ++p) {
+    for (int p = 0; p < n_ && staged_; ++p) {
       const auto at = static_cast<std::size_t>(p) * block;
-      if (p != rank_) transport::copyBytes(recvBytes() + at, staged_.data() + at, block);
+      if (p != rank_) transport::copyBytes(recvBytes() + at, staged_.get() + at, block);
     }
     return true;
   }
 
-  std::vector<std::byte> staged_;
+  Staging staged_;
 };
 
 }  // namespace

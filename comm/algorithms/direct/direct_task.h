@@ -31,6 +31,8 @@ class DirectTask : public TaskBase {
   virtual Status work(int round) = 0;
   // Every peer finished every round: nothing reads this rank's buffers any more.
   virtual Result<bool> finish() { return true; }
+  // The address this rank's notices give as its receive buffer (peerRecv on the other side).
+  virtual const void* published() const { return args_.recv; }
 
   Status read(int peer, void* into, std::uint64_t address, std::size_t bytes) {
     return bytes == 0 ? Status::Ok() : transport_.readPeer(peer, into, address, bytes);

@@ -1,0 +1,68 @@
+#include "algorithms/direct/staging.h"
+
+#include <mutex>
+#include <utility>
+
+namespace ftcomm::algorithms {
+
+namespace {
+
+struct Kept {
+  std::mutex mu;
+  std::unique_ptr<std::byte[]> data;
+  std::size_t bytes = 0;
+};
+
+Kept& kept() {
+  static Kept* k = new Kept();  // never destroyed: tasks may outlive static destruction
+  return *k;
+}
+
+}  // namespace
+
+Staging Staging::take(std::size_t bytes) {
+  Staging s;
+  if (bytes == 0) return s;
+  {
+    Kept& k = kept();
+    std::lock_guard<std::mutex> lock(k.mu);
+    if (k.data && k.bytes >= bytes) {
+      s.data_ = std::move(k.data);
+      s.bytes_ = std::exchange(k.bytes, 0);
+      return s;
+    }
+  }
+  s.data_.reset(new std::byte[bytes]);
+  s.bytes_ = bytes;
+  return s;
+}
+
+Staging& Staging::operator=(Staging&& other) noexcept {
+  if (this != &other) {
+    giveBack();
+    data_ = std::move(other.data_);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+Staging::~Staging() {
+  giveBack();
+}
+
+void Staging::giveBack() {
+  if (!data_) return;
+  Kept& k = kept();
+  {
+    std::lock_guard<std::mutex> lock(k.mu);
+    // The larger of the two is kept; the other is freed below, outside the lock.
+    if (!k.data || k.bytes < bytes_) {
+      std::swap(k.data, data_);
+      std::swap(k.bytes, bytes_);
+    }
+  }
+  data_.reset();
+  bytes_ = 0;
+}
+
+}  // namespace ftcomm::algorithms
