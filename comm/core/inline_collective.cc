@@ -290,10 +290,11 @@ Status InlineCollective::finish() {
   // Folds piece `piece` of every member's post into `into`, in rank order.
   auto fold = [&](std::byte* into, std::size_t piece) -> Status {
     const std::size_t at = piece * length, count = length / es;
-    transport::copyBytes(into, payload(0) + at, length);
-    for (int r = 1; r < n_; ++r) {
+    if (n_ == 1) transport::copyBytes(into, payload(0) + at, length);
+    for (int r = 1; r < n_; ++r) {  // the first reduction also copies: into = post 0 OP post 1
+      const std::byte* so_far = r == 1 ? payload(0) + at : into;
       FTCOMM_RETURN_IF_ERROR(
-          algorithms::reduceInto(args_.dtype, args_.op, into, payload(r) + at, count));
+          algorithms::reduceFrom(args_.dtype, args_.op, into, so_far, payload(r) + at, count));
     }
     if (args_.op == ReduceOp::kAvg) return algorithms::finishAverage(args_.dtype, into, count, n_);
     return Status::Ok();
