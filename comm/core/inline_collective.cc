@@ -83,15 +83,18 @@ std::size_t streamChunkBytes() {
 //     only, streaming on both. Streaming's speed depends on the run (BENCHMARKS.md, "Streaming
 //     is bimodal"); reduce gained in the median of 8 alternating runs, broadcast came out about
 //     even over two days;
-//   - allreduce and reduce-scatter do not stream: since the direct algorithms reduce straight
-//     into the result (2026-12-01), they beat streaming at 512 KiB-2 MiB in the median of 8-10
-//     alternating runs (allreduce 1.05-1.19x OpenMPI against 0.80-0.87x; reduce-scatter
-//     1.6-1.9x faster than streaming);
+//   - reduce-scatter, and allreduce at 2 ranks, do not stream: since the direct algorithms
+//     reduce straight into the result (2026-12-01), they beat streaming at 512 KiB-2 MiB in the
+//     median of 8-10 alternating runs (allreduce 1.05-1.19x OpenMPI against 0.80-0.87x;
+//     reduce-scatter 1.6-1.9x faster than streaming);
+//   - allreduce beyond 2 ranks streams to 1 MiB: there the direct algorithm's two notice rounds
+//     wait for every rank, which on a crowded host costs more than the copies streaming adds
+//     (3 and 4 ranks on 2 cores, 512 KiB-1 MiB: streamed 14-20% faster in 4-6 runs each);
 //   - beyond 2 MiB, streamed from the engine, it was at par with the direct algorithms or
 //     slower, except reduce, and that only with waiters that spin for as long as anything
 //     moves, which put other runs into a slow mode (BENCHMARKS.md);
 //   - allgather and all-to-all gain nothing past one slot.
-std::size_t streamLimit(Collective collective) {
+std::size_t streamLimit(Collective collective, int ranks) {
   static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
   if (overridden > 0) return static_cast<std::size_t>(overridden) * 1024;
   constexpr std::size_t kStreamBytes = std::size_t{2} << 20;
@@ -99,6 +102,8 @@ std::size_t streamLimit(Collective collective) {
     case Collective::kBroadcast:
     case Collective::kReduce:
       return kStreamBytes;
+    case Collective::kAllReduce:
+      return ranks <= 2 ? shm::kInlineBytes : kStreamBytes / 2;
     default:
       return shm::kInlineBytes;
   }
@@ -134,7 +139,7 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   if (!posts) return plan;
   const std::size_t es = dataTypeSize(dtype);
   const std::size_t bytes = postBytes(*posts, count, es, ranks);
-  if (bytes > streamLimit(collective)) return plan;
+  if (bytes > streamLimit(collective, ranks)) return plan;
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
   // One chunk while it fits a slot; beyond, pieces that stay in cache on both sides.
   const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
