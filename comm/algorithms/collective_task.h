@@ -8,6 +8,7 @@
 // Thread-safety: none; the progress thread owns a task.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -44,6 +45,12 @@ class CollectiveTask {
   // others progress, not to wait), so the engine advances it again without sleeping.
   virtual bool hasMoreWork() const { return false; }
 };
+
+// The first element of block `block` when `count` elements are cut into `blocks` nearly equal
+// blocks (the first count % blocks of them one element longer); block == blocks gives count.
+inline std::size_t blockStart(std::size_t count, std::size_t blocks, std::size_t block) {
+  return block * (count / blocks) + std::min(block, count % blocks);
+}
 
 // What a schedule shares: its transport and arguments, the requests of its current step, and a
 // scratch buffer.

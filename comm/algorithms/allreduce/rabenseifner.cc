@@ -95,8 +95,8 @@ class RabenseifnerAllReduce final : public TaskBase {
   int virtualRank() const { return fold_.virtualRank(rank_); }
   // First element of block b when the vector is cut into fold_.p nearly equal blocks.
   std::size_t elementOf(int block) const {
-    const std::size_t b = static_cast<std::size_t>(block), p = static_cast<std::size_t>(fold_.p);
-    return b * (args_.count / p) + std::min(b, args_.count % p);
+    return blockStart(args_.count, static_cast<std::size_t>(fold_.p),
+                      static_cast<std::size_t>(block));
   }
   std::size_t bytesOf(int lo, int hi) const {
     return (elementOf(hi) - elementOf(lo)) * elementBytes_;

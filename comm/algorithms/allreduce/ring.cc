@@ -81,8 +81,7 @@ class RingAllReduce final : public TaskBase {
     return args_.count / n + (static_cast<std::size_t>(chunk) < args_.count % n ? 1 : 0);
   }
   std::size_t chunkStart(int chunk) const {
-    const std::size_t c = static_cast<std::size_t>(chunk), n = static_cast<std::size_t>(n_);
-    return c * (args_.count / n) + std::min(c, args_.count % n);
+    return blockStart(args_.count, static_cast<std::size_t>(n_), static_cast<std::size_t>(chunk));
   }
   Piece piece(int chunk, std::size_t segment) const {
     const std::size_t offset = segment * segmentElems_, total = chunkCount(chunk);

@@ -27,8 +27,7 @@ class Slices {
   Slices(std::size_t count, std::size_t elementBytes, int n)
       : count_(count), elementBytes_(elementBytes), n_(static_cast<std::size_t>(n)) {}
   std::size_t start(int rank) const {
-    const auto r = static_cast<std::size_t>(rank);
-    return (r * (count_ / n_) + std::min(r, count_ % n_)) * elementBytes_;
+    return blockStart(count_, n_, static_cast<std::size_t>(rank)) * elementBytes_;
   }
   std::size_t length(int rank) const { return start(rank + 1) - start(rank); }
 
