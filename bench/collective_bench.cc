@@ -13,7 +13,8 @@
 // compares: int32 results must be identical, float32 within 1e-5 relative.
 //
 // Each size is timed in R rounds (default 5), ftcomm and the peer alternating, and the median
-// round of each is reported, so that a noisy machine moves both sides alike.
+// round of each is reported, so that a noisy machine moves both sides alike. Without --iters a
+// round runs 64 MiB / bytes calls (5 to 1000), fewer where they would take over 2 s.
 // --compare names the peers, in one run: OpenMPI (mpi), Gloo over its TCP transport (gloo; for
 // allreduce both its ring and its halving-doubling), and ftcomm itself with the flight recorder
 // switched off (recorder-off). Each peer's column shows its time and busbw, and the ratio of its
@@ -154,17 +155,33 @@ std::string differential(Communicator& c, const std::string& op, const Shape& s,
   return "";
 }
 
-// The slowest rank's mean microseconds per call of `body`.
+// What one round of one column may take when the iterations are chosen by size: a peer that
+// stalls (Gloo's TCP transport at times waits 40-50 ms per call at 4 oversubscribed ranks) then
+// runs fewer iterations instead of looking hung.
+constexpr double kRoundBudgetUs = 2e6;
+
+// The slowest rank's mean microseconds per call of `body`, over `iters` calls or, when `bounded`,
+// as many as fit kRoundBudgetUs (at least 3). Every rank runs the same number of calls: the
+// estimate that sets it is the slowest rank's.
 template <typename Body>
-double timeIt(int iters, Body&& body) {
-  for (int i = 0; i < std::max(2, iters / 10); ++i) body();  // warm-up
+double timeIt(int iters, bool bounded, Body&& body) {
+  auto slowestOf = [](double us) {
+    double slowest = 0;
+    MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+  };
+  const auto probe = Clock::now();
+  body();
+  body();
+  const double estimate =
+      slowestOf(std::chrono::duration<double, std::micro>(Clock::now() - probe).count() / 2);
+  if (bounded && estimate * iters > kRoundBudgetUs)
+    iters = std::max(3, static_cast<int>(kRoundBudgetUs / estimate));
+  for (int i = 2; i < std::max(2, iters / 10); ++i) body();  // the rest of the warm-up
   MPI_Barrier(MPI_COMM_WORLD);
   const auto start = Clock::now();
   for (int i = 0; i < iters; ++i) body();
-  double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters;
-  double slowest = 0;
-  MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return slowest;
+  return slowestOf(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters);
 }
 
 double median(std::vector<double> v) {
@@ -275,7 +292,7 @@ int main(int argc, char** argv) {
     for (int round = 0; round < o.rounds; ++round) {
       for (Column& column : columns) {
         try {
-          column.rounds.push_back(timeIt(iters, column.body));
+          column.rounds.push_back(timeIt(iters, o.iters == 0, column.body));
         } catch (const std::exception& e) {  // Gloo's timeout
           std::cerr << "ftcomm-bench: rank " << rank << ": " << column.name
                     << " failed: " << e.what() << "\n";
