@@ -84,6 +84,16 @@ constexpr std::size_t kAllReduceMediumBytes = 4 << 20;
 constexpr std::size_t kDirectBytes = 32 * 1024;
 constexpr std::size_t kAllGatherSmallBytes = 64 * 1024;  // the bytes of the whole result
 
+}  // namespace
+
+std::size_t directFromBytes(int ranks) {
+  // Beyond two ranks, the direct algorithms' notice rounds cost more (each waits for every
+  // rank), so messages take over for longer (measured at 4 ranks on 2 cores).
+  return ranks <= 2 ? kDirectBytes : 4 * kDirectBytes;
+}
+
+namespace {
+
 // The variable that names a collective's algorithm, by Collective's value.
 constexpr std::array<const char*, 11> kAlgorithmVariables{
     "FTCOMM_ALGO_ALLREDUCE",  "FTCOMM_ALGO_BROADCAST", "FTCOMM_ALGO_ALLGATHER",
@@ -139,10 +149,7 @@ Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t 
     return invalidArgument(std::string(variable) + "=" + chosen +
                            " names no algorithm; known:" + known);
   }
-  // Beyond two ranks, the direct algorithms' notice rounds cost more (each waits for every
-  // rank), so messages take over for longer (measured at 4 ranks on 2 cores).
-  const std::size_t directFrom = ranks <= 2 ? kDirectBytes : 4 * kDirectBytes;
-  if (peersReadable && ranks > 1 && bytes >= directFrom) {
+  if (peersReadable && ranks > 1 && bytes >= directFromBytes(ranks)) {
     if (const AlgorithmInfo* direct = findAlgorithm(collective, "direct")) return direct;
   }
   if (collective == Collective::kAllReduce) {

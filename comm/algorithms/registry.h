@@ -46,6 +46,10 @@ const AlgorithmInfo* findAlgorithm(Collective collective, std::string_view name)
 // The collectives whose algorithm FTCOMM_ALGO_<COLLECTIVE> names now: bit (1 << Collective).
 std::uint32_t forcedAlgorithms();
 
+// From this many bytes (as chooseAlgorithm counts them) on, a collective with every peer on this
+// host reads the peers' buffers (the "direct" algorithms) by default.
+std::size_t directFromBytes(int ranks);
+
 Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t bytes, int ranks,
                                              bool peersReadable = false);
 

@@ -8,6 +8,7 @@
 #include "algorithms/reduction.h"
 #include "core/environment.h"
 #include "transport/copy_bytes.h"
+#include "transport/cpu_vendor.h"
 
 namespace ftcomm::detail {
 
@@ -66,7 +67,7 @@ bool sameWords(const std::uint64_t (&a)[3], const std::uint64_t (&b)[3]) {
 }
 
 // Beyond a slot, a collective streams through the slots in chunks of this size (per member's
-// post), while that beats the direct algorithms (measured: streamLimit).
+// post), while that beats the direct algorithms (measured: inlineLimit).
 std::size_t streamChunkBytes() {
   static const std::size_t bytes = [] {
     const int kib = envInt("FTCOMM_INLINE_CHUNK_KIB", 64);
@@ -75,10 +76,15 @@ std::size_t streamChunkBytes() {
   return bytes;
 }
 
-// The most bytes a member posts for a collective that runs inline; FTCOMM_INLINE_MAX_KIB
-// overrides it (for measuring). Past one slot a collective streams in chunks, in the calling
-// thread up to 2 MiB (submit_inline.cc; from the engine beyond, reached only through the
-// override). Measured against the direct algorithms in alternating runs (BENCHMARKS.md):
+// The most bytes, counted as the algorithm choice counts them (algorithms/registry.h: the vector,
+// or the whole result of an allgather, the whole input of a reduce-scatter or all-to-all), of a
+// collective that runs inline. Past one slot a collective streams in chunks, in the calling
+// thread up to 2 MiB (submit_inline.cc; from the engine beyond, reached only through
+// FTCOMM_INLINE_MAX_KIB, which caps a member's post instead, for measuring). Measured against the
+// direct algorithms in alternating runs (BENCHMARKS.md), and different on the two kinds of
+// machine these benchmarks ran on.
+//
+// On AMD EPYC:
 //   - broadcast and reduce stream to 2 MiB: a direct reduce or broadcast copies on one core
 //     only, streaming on both. Streaming's speed depends on the run (BENCHMARKS.md, "Streaming
 //     is bimodal"); reduce gained in the median of 8 alternating runs, broadcast came out about
@@ -94,18 +100,51 @@ std::size_t streamChunkBytes() {
 //     slower, except reduce, and that only with waiters that spin for as long as anything
 //     moves, which put other runs into a slow mode (BENCHMARKS.md);
 //   - allgather and all-to-all gain nothing past one slot.
-std::size_t streamLimit(Collective collective, int ranks) {
-  static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
-  if (overridden > 0) return static_cast<std::size_t>(overridden) * 1024;
+// On Intel Xeon (Sapphire Rapids) a core reads what another core just wrote (a post) at a
+// fraction of the speed at which it reads a buffer at rest, which is what the direct algorithms
+// read, so they win from smaller sizes (3 alternating runs each, 2026-12-01):
+//   - at 2 ranks broadcast, allgather and all-to-all go direct as soon as the registry allows it
+//     (32 KiB; at 64 KiB direct took 6.8-7.0 us against 10.7-11.2 us inline), reduce-scatter from
+//     128 KiB (9.7 against 15.3 us);
+//   - at 4 ranks allreduce goes direct from 256 KiB (139 against 187 us; 1 MiB 645 against
+//     734 us), all-to-all and reduce-scatter from 256 KiB (53 against 87 us, 75 against 93 us),
+//     allgather from 512 KiB;
+//   - broadcast beyond 2 ranks and reduce stream to 2 MiB as on AMD (4 ranks, 1 MiB: broadcast
+//     257 against 289 us direct, reduce 407 against 568 us), allreduce at 2 ranks inline to
+//     256 KiB as on AMD.
+std::size_t inlineLimit(Collective collective, int ranks) {
   constexpr std::size_t kStreamBytes = std::size_t{2} << 20;
+  constexpr std::size_t kSlot = shm::kInlineBytes;
+  const bool two = ranks <= 2;
+  if (transport::amdProcessor()) {
+    switch (collective) {
+      case Collective::kBroadcast:
+      case Collective::kReduce:
+        return kStreamBytes;
+      case Collective::kAllReduce:
+        return two ? kSlot : kStreamBytes / 2;
+      case Collective::kAllGather:
+        return kSlot * static_cast<std::size_t>(ranks);
+      default:
+        return kSlot;
+    }
+  }
+  const std::size_t direct = algorithms::directFromBytes(ranks) - 1;
   switch (collective) {
     case Collective::kBroadcast:
+      return two ? direct : kStreamBytes;
     case Collective::kReduce:
       return kStreamBytes;
     case Collective::kAllReduce:
-      return ranks <= 2 ? shm::kInlineBytes : kStreamBytes / 2;
+      return two ? kSlot : kSlot / 2;
+    case Collective::kAllGather:
+      return two ? direct : kSlot;
+    case Collective::kAllToAll:
+      return two ? direct : kSlot / 2;
+    case Collective::kReduceScatter:
+      return two ? kSlot / 4 : kSlot / 2;
     default:
-      return shm::kInlineBytes;
+      return kSlot;
   }
 }
 
@@ -139,7 +178,11 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   if (!posts) return plan;
   const std::size_t es = dataTypeSize(dtype);
   const std::size_t bytes = postBytes(*posts, count, es, ranks);
-  if (bytes > streamLimit(collective, ranks)) return plan;
+  const std::size_t total = collective == Collective::kAllGather ? bytes * ranks : bytes;
+  static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
+  if (overridden > 0 ? bytes > static_cast<std::size_t>(overridden) * 1024
+                     : total > inlineLimit(collective, ranks))
+    return plan;
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
   // One chunk while it fits a slot; beyond, pieces that stay in cache on both sides.
   const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;

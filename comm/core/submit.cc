@@ -122,6 +122,7 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
   op->timeout = timeoutOf(*comm, options);
   op->deadline = Clock::now() + op->timeout;
   op->work = std::make_shared<WorkState>(comm->engine, std::move(progress), op->deadline);
+  op->work->expectBytes(call.choiceBytes);
   op->name = call.name;
   op->seq = seq;
   op->counts = std::move(call.counts);
@@ -175,6 +176,7 @@ Work submitPointToPoint(const std::shared_ptr<CommState>& comm, const PointToPoi
   op->timeout = timeoutOf(*comm, options);
   op->deadline = Clock::now() + op->timeout;
   op->work = std::make_shared<WorkState>(comm->engine, std::move(progress), op->deadline);
+  op->work->expectBytes(call.count * dataTypeSize(call.dtype));
   op->name = name;
   op->peer = call.peer;
   op->tag = call.tag;

@@ -37,6 +37,7 @@ Work handOff(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
   if (!comm->broken.ok()) return refusedAsBroken(comm, call.name, seq, std::move(progress), lock);
   auto work = std::make_shared<WorkState>(comm->engine, std::move(progress), start + timeout);
   work->markStartedAtScheduling();
+  work->expectBytes(call.choiceBytes);
   auto op = std::make_unique<Operation>();
   op->comm = comm;
   op->timeout = timeout;

@@ -60,6 +60,20 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 // to 830 us (medians of 4-6 alternating runs); small collectives did not move (BENCHMARKS.md).
 constexpr auto kSpinOversubscribed = std::chrono::microseconds(500);
 constexpr unsigned kPollsPerYield = 8;
+// A large operation's peers are busy copying for a while, and going to sleep meanwhile costs a
+// wake-up (tens of microseconds on these VMs) at the end: the budget grows by the time the
+// peers plausibly need for the operation's bytes, at kPatienceBytesPerUs (below what one core
+// copies through cross-memory attach here), up to kSpinMost. On the Intel VMs, a 1 MiB broadcast
+// at 2 ranks took 162 us with 50 us of idle polling and 94 us with 200 us; 2 and 4 MiB gained
+// 22% and 21% with 1 ms (3 alternating runs, BENCHMARKS.md).
+constexpr std::size_t kPatienceBytesPerUs = 4096;
+constexpr auto kSpinMost = std::chrono::microseconds(2000);
+
+std::chrono::microseconds spinBudget(bool crowded, std::size_t bytes) {
+  const auto base = crowded ? kSpinOversubscribed : kSpin;
+  const auto copying = std::chrono::microseconds(bytes / kPatienceBytesPerUs);
+  return std::max(base, std::min(base + copying, kSpinMost));
+}
 
 }  // namespace
 
@@ -95,7 +109,7 @@ Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
   const auto start = detail::Clock::now();
   detail::Engine* engine = state_->engine();
   const bool crowded = engine != nullptr && engine->oversubscribed();
-  auto spinUntil = start + (crowded ? kSpinOversubscribed : kSpin);
+  auto spinUntil = start + spinBudget(crowded, state_->expectedBytes());
   bool spinning = false;
   unsigned idle = 0, polls = 0;
   const unsigned yieldEvery = crowded ? 1 : kPollsPerYield;

@@ -45,6 +45,10 @@ class WorkState {
   std::size_t bytes() const { return bytes_; }
   Clock::time_point deadline() const { return deadline_; }
   Engine* engine() const { return engine_.get(); }
+  // The operation moves `bytes` between the members (Work::wait then polls longer before it
+  // sleeps: the peers are likely still copying).
+  void expectBytes(std::size_t bytes) { expectedBytes_ = bytes; }
+  std::size_t expectedBytes() const { return expectedBytes_; }
   // Sleeps until done or `until`; true when done.
   bool sleepUntil(Clock::time_point until);
 
@@ -57,6 +61,7 @@ class WorkState {
   std::condition_variable cv_;
   Status status_;
   std::size_t bytes_ = 0;
+  std::size_t expectedBytes_ = 0;
 };
 
 // One completed, successful state shared by every operation that succeeded within its call and
