@@ -76,6 +76,8 @@ class InlineCollective {
  private:
   bool mayPost() const;
   void post();
+  // Wakes the peers that sleep, once per post (after post(), before waiting or finishing).
+  void wakePeers();
   // Mismatch when `peer` posted or announced another collective for this slot.
   Status checkPosted(int peer, const shm::InlineSlot& slot) const;
   Status checkAnnounced(int peer) const;
@@ -95,8 +97,10 @@ class InlineCollective {
   std::uint64_t index_;  // the current chunk's round
   int slot_;
   bool posted_ = false;
+  bool woken_ = true;  // the peers were woken for the current post
   bool stoppedAtLimit_ = false;
-  int next_ = 0;  // ranks before it have posted the current chunk
+  bool near_ = false;  // posts go into the slots' `near` bytes (shm::kNearBytes at most)
+  int next_ = 0;       // ranks before it have posted the current chunk
 };
 
 // An inline collective on the engine (the caller's spin did not finish it).
