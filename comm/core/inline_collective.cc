@@ -227,6 +227,11 @@ std::size_t InlineCollective::chunkBytes() const {
   return offset >= plan_.block ? 0 : std::min(plan_.step, plan_.block - offset);
 }
 
+bool InlineCollective::keepsInput() const {
+  // Not in place: folding into the result would overwrite the input before its turn.
+  return collective_ == Collective::kReduce && rank_ == args_.root && args_.send != args_.recv;
+}
+
 const std::byte* InlineCollective::payload(int rank) const {
   const shm::InlineSlot& slot = group_.areas[static_cast<std::size_t>(rank)]->slots[slot_];
   return near_ ? slot.near : slot.payload;
@@ -257,7 +262,10 @@ void InlineCollective::post() {
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
   const auto* in = static_cast<const std::byte*>(args_.send);
   std::byte* to = near_ ? slot.near : slot.payload;
-  if (length > 0 && (posts == Posts::kInput || (posts == Posts::kRoot && rank_ == args_.root))) {
+  if (keepsInput()) {
+    // A reduce's root reads its own input where it is; its post only says it arrived.
+  } else if (length > 0 &&
+             (posts == Posts::kInput || (posts == Posts::kRoot && rank_ == args_.root))) {
     // A broadcast's data is in its one buffer (send and recv are the same).
     transport::copyBytes(to, in + offset, length);
   } else if (length > 0 && posts == Posts::kBlocks) {
@@ -351,14 +359,17 @@ Status InlineCollective::finish() {
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
   if (length == 0) return Status::Ok();
   auto* out = static_cast<std::byte*>(args_.recv);
+  // Member r's part of the chunk: its post, or this member's own input where it kept it.
+  const auto* own = static_cast<const std::byte*>(args_.send) + offset;
+  auto posted = [&](int r) { return r == rank_ && keepsInput() ? own : payload(r); };
   // Folds piece `piece` of every member's post into `into`, in rank order.
   auto fold = [&](std::byte* into, std::size_t piece) -> Status {
     const std::size_t at = piece * length, count = length / es;
-    if (n_ == 1) transport::copyBytes(into, payload(0) + at, length);
+    if (n_ == 1) transport::copyBytes(into, posted(0) + at, length);
     for (int r = 1; r < n_; ++r) {  // the first reduction also copies: into = post 0 OP post 1
-      const std::byte* so_far = r == 1 ? payload(0) + at : into;
+      const std::byte* so_far = r == 1 ? posted(0) + at : into;
       FTCOMM_RETURN_IF_ERROR(
-          algorithms::reduceFrom(args_.dtype, args_.op, into, so_far, payload(r) + at, count));
+          algorithms::reduceFrom(args_.dtype, args_.op, into, so_far, posted(r) + at, count));
     }
     if (args_.op == ReduceOp::kAvg) return algorithms::finishAverage(args_.dtype, into, count, n_);
     return Status::Ok();

@@ -85,6 +85,8 @@ class InlineCollective {
   Status finish();
   std::size_t chunkBytes() const;  // of one block, in the current chunk
   const std::byte* payload(int rank) const;
+  // This member posts no data and reads its input from the send buffer (a reduce's root).
+  bool keepsInput() const;
 
   const InlineGroup& group_;
   const int rank_, n_;
