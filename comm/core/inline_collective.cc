@@ -172,7 +172,8 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
   return group;
 }
 
-InlineChunking inlineChunking(Collective collective, std::size_t count, DataType dtype, int ranks) {
+InlineChunking inlineChunking(Collective collective, std::size_t count, DataType dtype, int ranks,
+                              bool peersReadable) {
   InlineChunking plan;
   const auto posts = postsOf(collective);
   if (!posts) return plan;
@@ -181,8 +182,20 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   const std::size_t total = collective == Collective::kAllGather ? bytes * ranks : bytes;
   static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
   if (overridden > 0 ? bytes > static_cast<std::size_t>(overridden) * 1024
-                     : total > inlineLimit(collective, ranks))
+                     : total > inlineLimit(collective, ranks)) {
+    // Where the registry would pick the direct algorithm: its inline form.
+    static const bool directForm = envInt("FTCOMM_INLINE_DIRECT", 1) != 0;
+    const bool movesOnly = collective == Collective::kBroadcast ||
+                           collective == Collective::kAllGather ||
+                           collective == Collective::kAllToAll;
+    if (directForm && movesOnly && peersReadable && ranks > 1 &&
+        total >= algorithms::directFromBytes(ranks)) {
+      plan.direct = true;
+      plan.block = plan.step = count * es;
+      plan.chunks = 1;
+    }
     return plan;
+  }
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
   // One chunk while it fits a slot; beyond, pieces that stay in cache on both sides.
   const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
@@ -262,7 +275,11 @@ void InlineCollective::post() {
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
   const auto* in = static_cast<const std::byte*>(args_.send);
   std::byte* to = near_ ? slot.near : slot.payload;
-  if (keepsInput()) {
+  if (plan_.direct) {
+    const std::uint64_t addresses[2] = {reinterpret_cast<std::uint64_t>(args_.send),
+                                        reinterpret_cast<std::uint64_t>(args_.recv)};
+    std::memcpy(slot.near, addresses, sizeof addresses);
+  } else if (keepsInput()) {
     // A reduce's root reads its own input where it is; its post only says it arrived.
   } else if (length > 0 &&
              (posts == Posts::kInput || (posts == Posts::kRoot && rank_ == args_.root))) {
@@ -339,16 +356,33 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
       }
       FTCOMM_RETURN_IF_ERROR(checkPosted(next_, slot));
     }
-    Status finished = finish();
-    wakePeers();
-    FTCOMM_RETURN_IF_ERROR(finished);
-    // Nothing of the peers' posts is read any more: they may post into this slot again.
-    group_.areas[static_cast<std::size_t>(rank_)]->consumed[slot_].store(index_,
-                                                                         std::memory_order_release);
+    if (!finished_) {
+      Status finished = plan_.direct ? readPeers() : finish();
+      wakePeers();
+      FTCOMM_RETURN_IF_ERROR(finished);
+      // Nothing of the peers' posts (or, in the direct form, of their buffers) is read any
+      // more: they may post into this slot again.
+      group_.areas[static_cast<std::size_t>(rank_)]->consumed[slot_].store(
+          index_, std::memory_order_release);
+      finished_ = true;
+    }
+    if (plan_.direct) {
+      if (!released()) return false;
+      if (staged_) {  // an all-to-all in place: its blocks, now that nobody reads the input
+        for (int p = 0; p < n_; ++p) {
+          const auto at = static_cast<std::size_t>(p) * plan_.block;
+          if (p != rank_)
+            transport::copyBytes(static_cast<std::byte*>(args_.recv) + at, staged_.get() + at,
+                                 plan_.block);
+        }
+        staged_ = algorithms::Staging();
+      }
+    }
     ++chunk_;
     ++index_;
     slot_ = 1 - slot_;
     posted_ = false;
+    finished_ = false;
     next_ = 0;
   }
   return true;
@@ -402,6 +436,65 @@ Status InlineCollective::finish() {
     default:
       return internalError("inline collective: not an inline collective");
   }
+}
+
+Status InlineCollective::readPeers() {
+  const std::size_t block = plan_.block;
+  auto address = [&](int peer, int which) {
+    std::uint64_t addresses[2];
+    std::memcpy(addresses, group_.areas[static_cast<std::size_t>(peer)]->slots[slot_].near,
+                sizeof addresses);
+    return addresses[which];
+  };
+  auto read = [&](int peer, std::byte* into, std::uint64_t from) {
+    return block == 0 ? Status::Ok()
+                      : group_.domain->readMember(group_.members[static_cast<std::size_t>(peer)],
+                                                  into, from, block);
+  };
+  auto* out = static_cast<std::byte*>(args_.recv);
+  if (collective_ == Collective::kBroadcast) {
+    if (rank_ != args_.root) return read(args_.root, out, address(args_.root, 0));
+    return Status::Ok();  // one buffer: send is recv
+  }
+  const auto self = static_cast<std::size_t>(rank_);
+  if (collective_ == Collective::kAllToAll) {
+    // In place, the blocks gather apart until every peer has read its own out of this buffer
+    // (InlineCollective::poll copies them over once released).
+    std::byte* target = out;
+    if (args_.send == args_.recv) {
+      staged_ = algorithms::Staging::take(block * static_cast<std::size_t>(n_));
+      target = staged_.get();
+    } else if (block > 0) {
+      transport::copyBytes(out + self * block,
+                           static_cast<const std::byte*>(args_.send) + self * block, block);
+    }
+    for (int i = 1; i < n_; ++i) {  // starting with the next rank, as the allgather does
+      const int p = (rank_ + i) % n_;
+      FTCOMM_RETURN_IF_ERROR(
+          read(p, target + static_cast<std::size_t>(p) * block, address(p, 0) + self * block));
+    }
+    return Status::Ok();
+  }
+  // Allgather: this member's block, then each peer's, starting with the next rank (so that the
+  // peers do not all read from rank 0 first).
+  std::byte* own = out + self * block;
+  if (args_.send != own && block > 0) transport::copyBytes(own, args_.send, block);
+  for (int i = 1; i < n_; ++i) {
+    const int p = (rank_ + i) % n_;
+    FTCOMM_RETURN_IF_ERROR(read(p, out + static_cast<std::size_t>(p) * block, address(p, 0)));
+  }
+  return Status::Ok();
+}
+
+bool InlineCollective::released() const {
+  // A broadcast's non-root lends nothing; every other member's send buffer is read by all.
+  if (collective_ == Collective::kBroadcast && rank_ != args_.root) return true;
+  for (int p = 0; p < n_; ++p) {
+    if (p == rank_) continue;
+    const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(p)];
+    if (area.consumed[slot_].load(std::memory_order_acquire) < index_) return false;
+  }
+  return true;
 }
 
 Result<bool> InlineTask::advance() {

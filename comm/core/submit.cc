@@ -79,11 +79,12 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
   InlineChunking chunking;
   if (status.ok() && comm->inlineGroup &&
       (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) == 0) {
-    chunking = inlineChunking(call.collective, call.args.count, call.args.dtype, comm->size);
+    chunking = inlineChunking(call.collective, call.args.count, call.args.dtype, comm->size,
+                              comm->peersReadable);
   }
   const bool inlined = chunking.chunks > 0;
   if (inlined) {
-    record.algorithm = "inline";
+    record.algorithm = chunking.direct ? "direct (inline)" : "inline";
   } else if (status.ok()) {
     auto chosen = algorithms::chooseAlgorithm(call.collective, call.choiceBytes, comm->size,
                                               comm->peersReadable);

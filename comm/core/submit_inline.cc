@@ -79,7 +79,7 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
     // With a core for every process the peers run meanwhile: no yield (on these VMs one costs
     // more than the whole collective). With fewer, the peer may need this core.
     const bool yields = engine.oversubscribed();
-    const auto patience = chunking.chunks > 1 ? kStreamSpin : kInlineSpin;
+    const auto patience = chunking.chunks > 1 || chunking.direct ? kStreamSpin : kInlineSpin;
     auto now = start, moved = start;
     std::uint64_t chunks = run.chunksDone();
     for (unsigned polls = 1;; ++polls) {

@@ -86,6 +86,10 @@ class ShmDomain {
                              transport::MessageTag tag, void* data, std::size_t capacity);
   // Copies `bytes` at `address` in member `peer`'s process into `into` (process_vm_readv).
   Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes);
+  // The same for a local `member`, from any thread without the mutex: it looks only at the
+  // member's pid (fixed once connected) and leaves a failure to the pidfd watch (PeerFailed
+  // when the process is gone).
+  Status readMember(int member, void* into, std::uint64_t address, std::size_t bytes) const;
   // False if `request` is not one of this domain's.
   bool cancel(const transport::RequestPtr& request);
   void cancelAll(const void* owner, const Status& why);

@@ -268,6 +268,19 @@ Status ShmDomain::readPeer(int peer, void* into, std::uint64_t address, std::siz
                        std::to_string(peer) + ": " + std::strerror(error));
 }
 
+Status ShmDomain::readMember(int member, void* into, std::uint64_t address,
+                             std::size_t bytes) const {
+  const int error = readFromProcess(peers_[static_cast<std::size_t>(member)].pid, into, address,
+                                    bytes);
+  if (error == 0) return Status::Ok();
+  if (error == ESRCH) {
+    return Status(StatusCode::kPeerFailed, "rank " + std::to_string(member) +
+                                               " failed: its process exited during a read");
+  }
+  return internalError("reading " + std::to_string(bytes) + " bytes from rank " +
+                       std::to_string(member) + ": " + std::strerror(error));
+}
+
 bool ShmDomain::cancel(const RequestPtr& request) {
   auto it = ops_.find(request.get());
   if (it == ops_.end()) return false;
