@@ -365,6 +365,12 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
       group_.areas[static_cast<std::size_t>(rank_)]->consumed[slot_].store(
           index_, std::memory_order_release);
       finished_ = true;
+      if (plan_.direct) {
+        // The peers wait for this (released()), and nothing else may come to wake them: a
+        // large one hands the wait to a progress thread that sleeps.
+        woken_ = false;
+        wakePeers();
+      }
     }
     if (plan_.direct) {
       if (!released()) return false;
