@@ -1,0 +1,71 @@
+// The direct form of an inline collective (inline_collective.h, InlineChunking::direct): the
+// posts carry addresses, and each member reads the peers' buffers straight.
+#include <cstring>
+
+#include "core/inline_collective.h"
+#include "transport/copy_bytes.h"
+
+namespace ftcomm::detail {
+
+using algorithms::Collective;
+
+Status InlineCollective::readPeers() {
+  const std::size_t block = plan_.block;
+  auto address = [&](int peer, int which) {
+    std::uint64_t addresses[2];
+    std::memcpy(addresses, group_.areas[static_cast<std::size_t>(peer)]->slots[slot_].near,
+                sizeof addresses);
+    return addresses[which];
+  };
+  auto read = [&](int peer, std::byte* into, std::uint64_t from) {
+    return block == 0 ? Status::Ok()
+                      : group_.domain->readMember(group_.members[static_cast<std::size_t>(peer)],
+                                                  into, from, block);
+  };
+  auto* out = static_cast<std::byte*>(args_.recv);
+  if (collective_ == Collective::kBroadcast) {
+    if (rank_ != args_.root) return read(args_.root, out, address(args_.root, 0));
+    return Status::Ok();  // one buffer: send is recv
+  }
+  const auto self = static_cast<std::size_t>(rank_);
+  if (collective_ == Collective::kAllToAll) {
+    // In place, the blocks gather apart until every peer has read its own out of this buffer
+    // (InlineCollective::poll copies them over once released).
+    std::byte* target = out;
+    if (args_.send == args_.recv) {
+      staged_ = algorithms::Staging::take(block * static_cast<std::size_t>(n_));
+      target = staged_.get();
+    } else if (block > 0) {
+      transport::copyBytes(out + self * block,
+                           static_cast<const std::byte*>(args_.send) + self * block, block);
+    }
+    for (int i = 1; i < n_; ++i) {  // starting with the next rank, as the allgather does
+      const int p = (rank_ + i) % n_;
+      FTCOMM_RETURN_IF_ERROR(
+          read(p, target + static_cast<std::size_t>(p) * block, address(p, 0) + self * block));
+    }
+    return Status::Ok();
+  }
+  // Allgather: this member's block, then each peer's, starting with the next rank (so that the
+  // peers do not all read from rank 0 first).
+  std::byte* own = out + self * block;
+  if (args_.send != own && block > 0) transport::copyBytes(own, args_.send, block);
+  for (int i = 1; i < n_; ++i) {
+    const int p = (rank_ + i) % n_;
+    FTCOMM_RETURN_IF_ERROR(read(p, out + static_cast<std::size_t>(p) * block, address(p, 0)));
+  }
+  return Status::Ok();
+}
+
+bool InlineCollective::released() const {
+  // A broadcast's non-root lends nothing; every other member's send buffer is read by all.
+  if (collective_ == Collective::kBroadcast && rank_ != args_.root) return true;
+  for (int p = 0; p < n_; ++p) {
+    if (p == rank_) continue;
+    const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(p)];
+    if (area.consumed[slot_].load(std::memory_order_acquire) < index_) return false;
+  }
+  return true;
+}
+
+}  // namespace ftcomm::detail

@@ -1,0 +1,156 @@
+// When a collective runs inline, and in what chunks (inline_collective.h): the limits measured
+// per collective, rank count and processor maker, and the communicators that have inline areas.
+#include <algorithm>
+#include <iostream>
+
+#include "core/environment.h"
+#include "core/inline_collective.h"
+#include "core/inline_posts.h"
+#include "transport/cpu_vendor.h"
+
+namespace ftcomm::detail {
+
+using algorithms::Collective;
+
+namespace {
+
+// Beyond a slot, a collective streams through the slots in chunks of this size (per member's
+// post), while that beats the direct algorithms (measured: inlineLimit).
+std::size_t streamChunkBytes() {
+  static const std::size_t bytes = [] {
+    const int kib = envInt("FTCOMM_INLINE_CHUNK_KIB", 64);
+    return std::min(static_cast<std::size_t>(kib > 0 ? kib : 64) * 1024, shm::kInlineBytes);
+  }();
+  return bytes;
+}
+
+// The most bytes, counted as the algorithm choice counts them (algorithms/registry.h: the vector,
+// or the whole result of an allgather, the whole input of a reduce-scatter or all-to-all), of a
+// collective that runs inline. Past one slot a collective streams in chunks, in the calling
+// thread up to 2 MiB (submit_inline.cc; from the engine beyond, reached only through
+// FTCOMM_INLINE_MAX_KIB, which caps a member's post instead, for measuring). Measured against the
+// direct algorithms in alternating runs (BENCHMARKS.md), and different on the two kinds of
+// machine these benchmarks ran on.
+//
+// On AMD EPYC:
+//   - broadcast and reduce stream to 2 MiB: a direct reduce or broadcast copies on one core
+//     only, streaming on both. Streaming's speed depends on the run (BENCHMARKS.md, "Streaming
+//     is bimodal"); reduce gained in the median of 8 alternating runs, broadcast came out about
+//     even over two days;
+//   - reduce-scatter, and allreduce at 2 ranks, do not stream: since the direct algorithms
+//     reduce straight into the result (2026-12-01), they beat streaming at 512 KiB-2 MiB in the
+//     median of 8-10 alternating runs (allreduce 1.05-1.19x OpenMPI against 0.80-0.87x;
+//     reduce-scatter 1.6-1.9x faster than streaming);
+//   - allreduce beyond 2 ranks streams to 1 MiB: there the direct algorithm's two notice rounds
+//     wait for every rank, which on a crowded host costs more than the copies streaming adds
+//     (3 and 4 ranks on 2 cores, 512 KiB-1 MiB: streamed 14-20% faster in 4-6 runs each);
+//   - beyond 2 MiB, streamed from the engine, it was at par with the direct algorithms or
+//     slower, except reduce, and that only with waiters that spin for as long as anything
+//     moves, which put other runs into a slow mode (BENCHMARKS.md);
+//   - allgather and all-to-all gain nothing past one slot.
+// On Intel Xeon (Sapphire Rapids) a core reads what another core just wrote (a post) at a
+// fraction of the speed at which it reads a buffer at rest, which is what the direct algorithms
+// read, so they win from smaller sizes (3 alternating runs each, 2026-12-01):
+//   - at 2 ranks broadcast, allgather and all-to-all go direct as soon as the registry allows it
+//     (32 KiB; at 64 KiB direct took 6.8-7.0 us against 10.7-11.2 us inline), reduce-scatter from
+//     128 KiB (9.7 against 15.3 us);
+//   - at 4 ranks allreduce goes direct from 256 KiB (139 against 187 us; 1 MiB 645 against
+//     734 us), all-to-all and reduce-scatter from 256 KiB (53 against 87 us, 75 against 93 us),
+//     allgather from 512 KiB;
+//   - broadcast beyond 2 ranks and reduce stream to 2 MiB as on AMD (4 ranks, 1 MiB: broadcast
+//     257 against 289 us direct, reduce 407 against 568 us), allreduce at 2 ranks inline to
+//     256 KiB as on AMD.
+std::size_t inlineLimit(Collective collective, int ranks) {
+  constexpr std::size_t kStreamBytes = std::size_t{2} << 20;
+  constexpr std::size_t kSlot = shm::kInlineBytes;
+  const bool two = ranks <= 2;
+  if (transport::amdProcessor()) {
+    switch (collective) {
+      case Collective::kBroadcast:
+      case Collective::kReduce:
+        return kStreamBytes;
+      case Collective::kAllReduce:
+        return two ? kSlot : kStreamBytes / 2;
+      case Collective::kAllGather:
+        return kSlot * static_cast<std::size_t>(ranks);
+      default:
+        return kSlot;
+    }
+  }
+  const std::size_t direct = algorithms::directFromBytes(ranks) - 1;
+  switch (collective) {
+    case Collective::kBroadcast:
+      return two ? direct : kStreamBytes;
+    case Collective::kReduce:
+      return kStreamBytes;
+    case Collective::kAllReduce:
+      return two ? kSlot : kSlot / 2;
+    case Collective::kAllGather:
+      return two ? direct : kSlot;
+    case Collective::kAllToAll:
+      return two ? direct : kSlot / 2;
+    case Collective::kReduceScatter:
+      return two ? kSlot / 4 : kSlot / 2;
+    default:
+      return kSlot;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::ShmDomain>& domain,
+                                                   const std::vector<int>& members,
+                                                   const std::vector<int>& areas) {
+  static const bool enabled = [] {
+    const int value = envInt("FTCOMM_INLINE", 1);
+    if (value == -2)
+      std::cerr << "ftcomm: FTCOMM_INLINE is not 0 or 1; inline collectives stay on\n";
+    return value != 0;
+  }();
+  if (!enabled || !domain || members.size() != areas.size()) return nullptr;
+  auto group = std::make_shared<InlineGroup>();
+  group->domain = domain;
+  group->members = members;
+  for (std::size_t r = 0; r < members.size(); ++r) {
+    if (areas[r] < 0 || areas[r] >= shm::kInlineAreas) return nullptr;
+    shm::InlineArea* area = domain->area(members[r], areas[r]);
+    if (area == nullptr) return nullptr;
+    group->areas.push_back(area);
+  }
+  return group;
+}
+
+InlineChunking inlineChunking(Collective collective, std::size_t count, DataType dtype, int ranks,
+                              bool peersReadable) {
+  InlineChunking plan;
+  const auto posts = postsOf(collective);
+  if (!posts) return plan;
+  const std::size_t es = dataTypeSize(dtype);
+  const std::size_t bytes = postBytes(*posts, count, es, ranks);
+  const std::size_t total = collective == Collective::kAllGather ? bytes * ranks : bytes;
+  static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
+  if (overridden > 0 ? bytes > static_cast<std::size_t>(overridden) * 1024
+                     : total > inlineLimit(collective, ranks)) {
+    // Where the registry would pick the direct algorithm: its inline form.
+    static const bool directForm = envInt("FTCOMM_INLINE_DIRECT", 1) != 0;
+    const bool movesOnly = collective == Collective::kBroadcast ||
+                           collective == Collective::kAllGather ||
+                           collective == Collective::kAllToAll;
+    if (directForm && movesOnly && peersReadable && ranks > 1 &&
+        total >= algorithms::directFromBytes(ranks)) {
+      plan.direct = true;
+      plan.block = plan.step = count * es;
+      plan.chunks = 1;
+    }
+    return plan;
+  }
+  plan.block = *posts == Posts::kNothing ? 0 : count * es;
+  // One chunk while it fits a slot; beyond, pieces that stay in cache on both sides.
+  const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
+  const std::size_t chunk = bytes <= shm::kInlineBytes ? shm::kInlineBytes : streamChunkBytes();
+  plan.step = std::max<std::size_t>(chunk / pieces / es, 1) * es;
+  plan.chunks = plan.block == 0 ? 1 : (plan.block + plan.step - 1) / plan.step;
+  return plan;
+}
+
+}  // namespace ftcomm::detail
