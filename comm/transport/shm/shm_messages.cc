@@ -256,26 +256,19 @@ Status ShmDomain::readPeer(int peer, void* into, std::uint64_t address, std::siz
   }
   Peer& from = peers_[static_cast<std::size_t>(peer)];
   if (!from.failure.ok()) return from.failure;
-  const int error = readFromProcess(from.pid, into, address, bytes);
-  if (error == 0) return Status::Ok();
-  if (error == ESRCH) {
-    const Status gone(StatusCode::kPeerFailed,
-                      "rank " + std::to_string(peer) + " failed: its process exited during a read");
-    failPeer(peer, gone);
-    return gone;
-  }
-  return internalError("reading " + std::to_string(bytes) + " bytes from rank " +
-                       std::to_string(peer) + ": " + std::strerror(error));
+  Status read = readMember(peer, into, address, bytes);
+  if (read.code() == StatusCode::kPeerFailed) failPeer(peer, read);
+  return read;
 }
 
 Status ShmDomain::readMember(int member, void* into, std::uint64_t address,
                              std::size_t bytes) const {
-  const int error = readFromProcess(peers_[static_cast<std::size_t>(member)].pid, into, address,
-                                    bytes);
+  const int error =
+      readFromProcess(peers_[static_cast<std::size_t>(member)].pid, into, address, bytes);
   if (error == 0) return Status::Ok();
   if (error == ESRCH) {
-    return Status(StatusCode::kPeerFailed, "rank " + std::to_string(member) +
-                                               " failed: its process exited during a read");
+    return Status(StatusCode::kPeerFailed,
+                  "rank " + std::to_string(member) + " failed: its process exited during a read");
   }
   return internalError("reading " + std::to_string(bytes) + " bytes from rank " +
                        std::to_string(member) + ": " + std::strerror(error));
