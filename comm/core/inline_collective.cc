@@ -57,8 +57,6 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
       index_(firstIndex),
       slot_(static_cast<int>(firstIndex % 2)) {
   packSignature(signature, signature_);
-  const bool blocks = postsOf(collective) == Posts::kBlocks;
-  near_ = plan.chunks <= 1 && plan.block * (blocks ? n_ : 1) <= shm::kNearBytes;
 }
 
 std::size_t InlineCollective::chunkBytes() const {
@@ -73,7 +71,7 @@ bool InlineCollective::keepsInput() const {
 
 const std::byte* InlineCollective::payload(int rank) const {
   const shm::InlineSlot& slot = group_.areas[static_cast<std::size_t>(rank)]->slots[slot_];
-  return near_ ? slot.near : slot.payload;
+  return slot.payload;
 }
 
 bool InlineCollective::mayPost() const {
@@ -100,22 +98,19 @@ void InlineCollective::post() {
   const auto posts = *postsOf(collective_);
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
   const auto* in = static_cast<const std::byte*>(args_.send);
-  std::byte* to = near_ ? slot.near : slot.payload;
   if (plan_.direct) {
-    const std::uint64_t addresses[2] = {reinterpret_cast<std::uint64_t>(args_.send),
-                                        reinterpret_cast<std::uint64_t>(args_.recv)};
-    std::memcpy(slot.near, addresses, sizeof addresses);
+    slot.sendAddress = reinterpret_cast<std::uint64_t>(args_.send);
   } else if (keepsInput()) {
     // A reduce's root reads its own input where it is; its post only says it arrived.
   } else if (length > 0 &&
              (posts == Posts::kInput || (posts == Posts::kRoot && rank_ == args_.root))) {
     // A broadcast's data is in its one buffer (send and recv are the same).
-    transport::copyBytes(to, in + offset, length);
+    transport::copyBytes(slot.payload, in + offset, length);
   } else if (length > 0 && posts == Posts::kBlocks) {
     // This chunk of every block, packed.
     for (int p = 0; p < n_; ++p) {
       const auto at = static_cast<std::size_t>(p);
-      transport::copyBytes(to + at * length, in + at * plan_.block + offset, length);
+      transport::copyBytes(slot.payload + at * length, in + at * plan_.block + offset, length);
     }
   }
   slot.seq = seq_;

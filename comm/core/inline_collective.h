@@ -48,7 +48,7 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
 //
 // `direct`: too large to copy through the slots, a broadcast, allgather or all-to-all runs here,
 // the way the direct algorithms (algorithms/direct/) do, but with the slots instead of messages for
-// their notices: a member posts its buffers' addresses, reads what it needs straight out of the
+// their notices: a member posts its send buffer's address, reads what it needs straight out of the
 // peers' buffers (cross-memory attach), publishes that it is done (`consumed`), and returns
 // once every member that reads its buffers has done so. One chunk; cheaper by the two message
 // rounds (about 3 us here), which mattered from 32 KiB to 1 MiB.
@@ -117,8 +117,7 @@ class InlineCollective {
   algorithms::Staging staged_;  // an all-to-all in place, direct form: the blocks read
   bool woken_ = true;           // the peers were woken for the current post
   bool stoppedAtLimit_ = false;
-  bool near_ = false;  // posts go into the slots' `near` bytes (shm::kNearBytes at most)
-  int next_ = 0;       // ranks before it have posted the current chunk
+  int next_ = 0;  // ranks before it have posted the current chunk
 };
 
 // An inline collective on the engine (the caller's spin did not finish it).

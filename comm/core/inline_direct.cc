@@ -11,11 +11,8 @@ using algorithms::Collective;
 
 Status InlineCollective::readPeers() {
   const std::size_t block = plan_.block;
-  auto address = [&](int peer, int which) {
-    std::uint64_t addresses[2];
-    std::memcpy(addresses, group_.areas[static_cast<std::size_t>(peer)]->slots[slot_].near,
-                sizeof addresses);
-    return addresses[which];
+  auto address = [&](int peer) {  // of its send buffer
+    return group_.areas[static_cast<std::size_t>(peer)]->slots[slot_].sendAddress;
   };
   auto read = [&](int peer, std::byte* into, std::uint64_t from) {
     return block == 0 ? Status::Ok()
@@ -24,7 +21,7 @@ Status InlineCollective::readPeers() {
   };
   auto* out = static_cast<std::byte*>(args_.recv);
   if (collective_ == Collective::kBroadcast) {
-    if (rank_ != args_.root) return read(args_.root, out, address(args_.root, 0));
+    if (rank_ != args_.root) return read(args_.root, out, address(args_.root));
     return Status::Ok();  // one buffer: send is recv
   }
   const auto self = static_cast<std::size_t>(rank_);
@@ -42,7 +39,7 @@ Status InlineCollective::readPeers() {
     for (int i = 1; i < n_; ++i) {  // starting with the next rank, as the allgather does
       const int p = (rank_ + i) % n_;
       FTCOMM_RETURN_IF_ERROR(
-          read(p, target + static_cast<std::size_t>(p) * block, address(p, 0) + self * block));
+          read(p, target + static_cast<std::size_t>(p) * block, address(p) + self * block));
     }
     return Status::Ok();
   }
@@ -52,7 +49,7 @@ Status InlineCollective::readPeers() {
   if (args_.send != own && block > 0) transport::copyBytes(own, args_.send, block);
   for (int i = 1; i < n_; ++i) {
     const int p = (rank_ + i) % n_;
-    FTCOMM_RETURN_IF_ERROR(read(p, out + static_cast<std::size_t>(p) * block, address(p, 0)));
+    FTCOMM_RETURN_IF_ERROR(read(p, out + static_cast<std::size_t>(p) * block, address(p)));
   }
   return Status::Ok();
 }

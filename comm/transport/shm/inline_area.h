@@ -37,13 +37,11 @@ struct alignas(64) InlineSlot {
   // The poster's consumed[] of the other slot, at post time. Atomic: a reader may look at it
   // while the poster already writes its next post here (a later value is still a lower bound).
   std::atomic<std::uint64_t> consumedOther{0};
-  // A post of at most kNearBytes goes here, in the cache line of `index`, instead of `payload`:
-  // a reader then waits for one line from the poster's core instead of two in a row.
-  std::byte near[16];
+  // The direct form's post (core/inline_collective.h): the address of the poster's send buffer,
+  // which the others read.
+  std::uint64_t sendAddress = 0;
   alignas(64) std::byte payload[kInlineBytes];
 };
-constexpr std::size_t kNearBytes = sizeof(InlineSlot::near);
-static_assert(offsetof(InlineSlot, near) + kNearBytes <= 64, "near shares index's cache line");
 
 struct alignas(64) InlineArea {
   // The last index of each slot whose posts this member finished reading.
