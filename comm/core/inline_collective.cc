@@ -70,8 +70,7 @@ bool InlineCollective::keepsInput() const {
 }
 
 const std::byte* InlineCollective::payload(int rank) const {
-  const shm::InlineSlot& slot = group_.areas[static_cast<std::size_t>(rank)]->slots[slot_];
-  return slot.payload;
+  return group_.areas[static_cast<std::size_t>(rank)]->slots[slot_].payload;
 }
 
 bool InlineCollective::mayPost() const {
@@ -196,12 +195,8 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
     if (plan_.direct) {
       if (!released()) return false;
       if (staged_) {  // an all-to-all in place: its blocks, now that nobody reads the input
-        for (int p = 0; p < n_; ++p) {
-          const auto at = static_cast<std::size_t>(p) * plan_.block;
-          if (p != rank_)
-            transport::copyBytes(static_cast<std::byte*>(args_.recv) + at, staged_.get() + at,
-                                 plan_.block);
-        }
+        algorithms::copyStagedBlocks(static_cast<std::byte*>(args_.recv), staged_.get(),
+                                     plan_.block, n_, rank_);
         staged_ = algorithms::Staging();
       }
     }

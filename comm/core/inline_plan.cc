@@ -132,7 +132,13 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   if (overridden > 0 ? bytes > static_cast<std::size_t>(overridden) * 1024
                      : total > inlineLimit(collective, ranks)) {
     // Where the registry would pick the direct algorithm: its inline form.
-    static const bool directForm = envInt("FTCOMM_INLINE_DIRECT", 1) != 0;
+    static const bool directForm = [] {
+      const int value = envInt("FTCOMM_INLINE_DIRECT", 1);
+      if (value == -2)
+        std::cerr
+            << "ftcomm: FTCOMM_INLINE_DIRECT is not 0 or 1; the inline direct form stays on\n";
+      return value != 0;
+    }();
     const bool movesOnly = collective == Collective::kBroadcast ||
                            collective == Collective::kAllGather ||
                            collective == Collective::kAllToAll;

@@ -207,11 +207,8 @@ class DirectAllToAll final : public DirectTask {
     return Status::Ok();
   }
   Result<bool> finish() override {
-    const std::size_t block = args_.count * elementBytes_;
-    for (int p = 0; p < n_ && staged_; ++p) {
-      const auto at = static_cast<std::size_t>(p) * block;
-      if (p != rank_) transport::copyBytes(recvBytes() + at, staged_.get() + at, block);
-    }
+    if (staged_)
+      copyStagedBlocks(recvBytes(), staged_.get(), args_.count * elementBytes_, n_, rank_);
     return true;
   }
 

@@ -3,6 +3,8 @@
 #include <mutex>
 #include <utility>
 
+#include "transport/copy_bytes.h"
+
 namespace ftcomm::algorithms {
 
 namespace {
@@ -63,6 +65,14 @@ void Staging::giveBack() {
   }
   data_.reset();
   bytes_ = 0;
+}
+
+void copyStagedBlocks(std::byte* recv, const std::byte* staged, std::size_t block, int n,
+                      int self) {
+  for (int p = 0; p < n; ++p) {
+    const auto at = static_cast<std::size_t>(p) * block;
+    if (p != self) transport::copyBytes(recv + at, staged + at, block);
+  }
 }
 
 }  // namespace ftcomm::algorithms

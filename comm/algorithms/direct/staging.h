@@ -32,4 +32,8 @@ class Staging {
   std::size_t bytes_ = 0;
 };
 
+// An all-to-all in place, once no peer reads its input any more: copies every block but
+// `self`'s (which stayed where it was) from `staged` into `recv`, `block` bytes each.
+void copyStagedBlocks(std::byte* recv, const std::byte* staged, std::size_t block, int n, int self);
+
 }  // namespace ftcomm::algorithms
