@@ -320,7 +320,12 @@ void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, 
     op->work->recordFailure(*op->failing);
   }
   (void)recorder::FlightRecorder::process().dump(revoked.message());
-  if (comm.transport) comm.transport->cancelAll(revoked);
+  if (comm.transport) {
+    comm.transport->cancelAll(revoked);
+    // The failing collectives give their buffers back (settleLocked) while peers may still be
+    // reading them: such reads must fail, not return what the caller writes there next.
+    comm.transport->reclaimLoans();
+  }
   for (auto& op : ops_) {
     if (op->comm.get() == &comm && op->failing) settleLocked(*op, now);
   }
@@ -354,6 +359,7 @@ bool Engine::settleLocked(Operation& op, Clock::time_point now) {
     std::cerr << "ftcomm: " << op.what() << ": a cancelled receive was still landing "
               << kSettleTime.count() << " ms after the failure; its buffer is given back anyway"
               << std::endl;
+    transport->reclaimLoans();  // a send's peer may still read it too
   }
   op.work->complete(*op.failing);
   return true;
@@ -368,6 +374,7 @@ void Engine::closeLocked(CommState& comm) {
     while (!comm.transport->settled() && Clock::now() < until) {
       if (!worker_->progress()) worker_->waitForEvents(std::min(until, Clock::now() + kPollSlice));
     }
+    comm.transport->reclaimLoans();
   }
   for (auto& op : ops_) {
     if (op->comm.get() == &comm) op->work->complete(op->failing ? *op->failing : closed);

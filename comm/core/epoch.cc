@@ -165,9 +165,9 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
       world.engine->addDomainLocked(state->shm);
       // The world is the epoch's first communicator: area 0 on every member.
       const int area = state->shm->allocateArea();
-      state->inlineGroup =
-          makeInlineGroup(state->shm, state->shmMembers,
-                          std::vector<int>(static_cast<std::size_t>(state->size), area));
+      state->inlineGroup = makeInlineGroup(
+          state->shm, state->shmMembers,
+          std::vector<int>(static_cast<std::size_t>(state->size), area), state->channels);
       state->forcedAlgorithms = algorithms::forcedAlgorithms();
     }
     world.engine->attachLocked(state);

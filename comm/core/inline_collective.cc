@@ -99,6 +99,7 @@ void InlineCollective::post() {
   const auto* in = static_cast<const std::byte*>(args_.send);
   if (plan_.direct) {
     slot.sendAddress = reinterpret_cast<std::uint64_t>(args_.send);
+    slot.loanMark = group_.domain->loanMark(group_.channels[static_cast<std::size_t>(rank_)]);
   } else if (keepsInput()) {
     // A reduce's root reads its own input where it is; its post only says it arrived.
   } else if (length > 0 &&

@@ -33,14 +33,16 @@ struct InlineGroup {
   std::shared_ptr<shm::ShmDomain> domain;  // keeps the mappings alive
   std::vector<shm::InlineArea*> areas;     // by rank
   std::vector<int> members;                // the domain member of each rank
+  std::vector<std::uint16_t> channels;     // each rank's receive channel: its loan channel
 };
 
 // The group of a communicator with these domain members and, by rank, the inline area each
-// member gave it; null where inline collectives cannot run: a member elsewhere, an area
-// missing (-1), or FTCOMM_INLINE=0.
+// member gave it and its receive channel; null where inline collectives cannot run: a member
+// elsewhere, an area missing (-1), or FTCOMM_INLINE=0.
 std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::ShmDomain>& domain,
                                                    const std::vector<int>& members,
-                                                   const std::vector<int>& areas);
+                                                   const std::vector<int>& areas,
+                                                   const std::vector<std::uint16_t>& channels);
 
 // How a collective runs inline: `chunks` rounds, each over `step` bytes of every block (the
 // input, or each member's block of it for reduce-scatter and all-to-all). None (0 chunks) when it

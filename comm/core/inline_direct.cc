@@ -15,9 +15,10 @@ Status InlineCollective::readPeers() {
     return group_.areas[static_cast<std::size_t>(peer)]->slots[slot_].sendAddress;
   };
   auto read = [&](int peer, std::byte* into, std::uint64_t from) {
-    return block == 0 ? Status::Ok()
-                      : group_.domain->readMember(group_.members[static_cast<std::size_t>(peer)],
-                                                  into, from, block);
+    if (block == 0) return Status::Ok();
+    const auto at = static_cast<std::size_t>(peer);
+    const shm::Loan loan{group_.channels[at], group_.areas[at]->slots[slot_].loanMark};
+    return group_.domain->readMember(group_.members[at], into, from, block, loan);
   };
   auto* out = static_cast<std::byte*>(args_.recv);
   if (collective_ == Collective::kBroadcast) {

@@ -100,17 +100,20 @@ std::size_t inlineLimit(Collective collective, int ranks) {
 
 std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::ShmDomain>& domain,
                                                    const std::vector<int>& members,
-                                                   const std::vector<int>& areas) {
+                                                   const std::vector<int>& areas,
+                                                   const std::vector<std::uint16_t>& channels) {
   static const bool enabled = [] {
     const int value = envInt("FTCOMM_INLINE", 1);
     if (value == -2)
       std::cerr << "ftcomm: FTCOMM_INLINE is not 0 or 1; inline collectives stay on\n";
     return value != 0;
   }();
-  if (!enabled || !domain || members.size() != areas.size()) return nullptr;
+  if (!enabled || !domain || members.size() != areas.size() || members.size() != channels.size())
+    return nullptr;
   auto group = std::make_shared<InlineGroup>();
   group->domain = domain;
   group->members = members;
+  group->channels = channels;
   for (std::size_t r = 0; r < members.size(); ++r) {
     if (areas[r] < 0 || areas[r] >= shm::kInlineAreas) return nullptr;
     shm::InlineArea* area = domain->area(members[r], areas[r]);

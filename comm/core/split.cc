@@ -115,7 +115,8 @@ class PendingSplit final : public PendingCommunicator::Impl {
       areas.push_back(static_cast<int>(field(p, 4)));
     }
     if (parent_->inlineGroup) {
-      child->inlineGroup = detail::makeInlineGroup(child->shm, child->shmMembers, areas);
+      child->inlineGroup =
+          detail::makeInlineGroup(child->shm, child->shmMembers, areas, child->channels);
       child->forcedAlgorithms = parent_->forcedAlgorithms;
     }
     {

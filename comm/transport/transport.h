@@ -108,12 +108,18 @@ class Transport {
   // (algorithms/direct/) use them; the buffers' owners keep them valid by protocol.
   virtual bool canReadPeer(int /*peer*/) const { return false; }
   // Copies `bytes` at `address` in the peer's address space into `into`: PeerFailed if the peer
-  // is gone, Internal for an address it does not have.
+  // is gone, Internal for an address it does not have, Revoked if the peer took the buffer back
+  // before the copy was done. `mark`: the peer's loanMark() when it gave the address.
   virtual Status readPeer(int peer, void* /*into*/, std::uint64_t /*address*/,
-                          std::size_t /*bytes*/) {
+                          std::size_t /*bytes*/, std::uint32_t /*mark*/) {
     return failedPrecondition("this transport cannot read the memory of rank " +
                               std::to_string(peer));
   }
+  // What goes out beside the address of a buffer this rank lends to readPeer; and taking back
+  // every buffer it lent (an operation failed and returns them to the caller before the readers
+  // said they were done): reads of them that have not finished fail from then on.
+  virtual std::uint32_t loanMark() const { return 0; }
+  virtual void reclaimLoans() {}
 
   // Ok while the peer is usable; else why not.
   virtual Status peerStatus(int peer) const = 0;

@@ -234,3 +234,26 @@ TEST_CASE("shared memory: the direct algorithms are refused where peers cannot b
                            Catch::Contains("FTCOMM_ALGO_ALLREDUCE=direct reads the peers' memory"));
   }
 }
+
+TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buffer given back") {
+  // Rank 1 stops inside a direct allgather before reading rank 0's block; rank 0 times out,
+  // writes into its buffer again and wakes rank 1 (comm_peer_failures.cc, reclaimScenario): rank
+  // 1's copy of rank 0's block is then wrong, and its allgather must fail. With the inline direct
+  // form, and with the direct algorithm over messages (FTCOMM_INLINE=0).
+  for (const std::string inlineForm : {"1", "0"}) {
+    auto results = run("reclaim", 2, {"FTCOMM_INLINE=" + inlineForm});
+    INFO("FTCOMM_INLINE=" << inlineForm << ": " << results[0] << " / " << results[1]);
+    CHECK_THAT(results[0],
+               Catch::StartsWith("OK status=Timeout") || Catch::StartsWith("OK status=PeerFailed"));
+    CHECK_THAT(results[1], Catch::Contains("stopped=yes") && Catch::Contains("rank0=wrong"));
+    if (inlineForm == "1") {
+      // Only the read can tell: nothing else runs between the copy and the return.
+      CHECK_THAT(results[1], Catch::StartsWith("OK status=Revoked") &&
+                                 Catch::Contains("rank 0 took back the buffer being read"));
+    } else {
+      // The engine may see rank 0's failure notice before it finishes the task.
+      CHECK_THAT(results[1],
+                 Catch::StartsWith("OK status=Revoked") || Catch::StartsWith("OK status=Timeout"));
+    }
+  }
+}

@@ -142,12 +142,12 @@ TEST_CASE("two domains exchange eager and large messages, matched by slot in any
   std::iota(large.begin(), large.end(), 7);
   std::iota(early.begin(), early.end(), 99);
   // Sent before its receive exists: kept aside, then delivered.
-  auto earlySend = pair.domains[0]->send(nullptr, 1, 3, {3, 9, kP2p}, early.data(), 40);
+  auto earlySend = pair.domains[0]->send(nullptr, 1, 3, 3, {3, 9, kP2p}, early.data(), 40);
   CHECK(earlySend->done());
   auto largeRecv = pair.domains[1]->recv(nullptr, 0, 3, {3, 5, kP2p}, gotLarge.data(), 1200000);
   auto smallRecv = pair.domains[1]->recv(nullptr, 0, 3, {3, 4, kP2p}, gotSmall.data(), 400);
-  auto largeSend = pair.domains[0]->send(nullptr, 1, 3, {3, 5, kP2p}, large.data(), 1200000);
-  auto smallSend = pair.domains[0]->send(nullptr, 1, 3, {3, 4, kP2p}, small.data(), 400);
+  auto largeSend = pair.domains[0]->send(nullptr, 1, 3, 3, {3, 5, kP2p}, large.data(), 1200000);
+  auto smallSend = pair.domains[0]->send(nullptr, 1, 3, 3, {3, 4, kP2p}, small.data(), 400);
   CHECK_FALSE(largeSend->done());  // a large send completes when the receiver has read it
   REQUIRE(pair.drive(largeSend));
   REQUIRE(pair.drive(smallRecv));
@@ -170,25 +170,44 @@ TEST_CASE(
   SECTION("another signature") {
     const OpSignature other{OpKind::kAllReduce, 5, 0, 0, -1, 65};
     auto recv = pair.domains[1]->recv(nullptr, 0, 3, {3, 1, kSum}, into.data(), 256);
-    pair.domains[0]->send(nullptr, 1, 3, {3, 1, other}, data.data(), 256);
+    pair.domains[0]->send(nullptr, 1, 3, 3, {3, 1, other}, data.data(), 256);
     REQUIRE(pair.drive(recv));
     CHECK(recv->status().code() == StatusCode::kMismatch);
     CHECK_THAT(recv->status().message(), Catch::Contains("count=65"));
   }
   SECTION("a large message longer than the buffer") {
     auto recv = pair.domains[1]->recv(nullptr, 0, 3, {3, 1, kP2p}, into.data(), 50000);
-    auto send = pair.domains[0]->send(nullptr, 1, 3, {3, 1, kP2p}, data.data(), 100000);
+    auto send = pair.domains[0]->send(nullptr, 1, 3, 3, {3, 1, kP2p}, data.data(), 100000);
     REQUIRE(pair.drive(recv));
     CHECK(recv->status().code() == StatusCode::kMismatch);
     REQUIRE(pair.drive(send));  // the sender is let go all the same
   }
 }
 
+TEST_CASE("a large message whose sender took its buffer back before the read fails to arrive") {
+  // The sender announces its buffer, then gives it back (its operation failed): whatever the
+  // receiver copies now may be what the sender's caller wrote there since, so it must not land
+  // as the message. A loan on another channel is not affected.
+  DomainPair pair;
+  std::vector<int> data(50000, 7), into(50000, 0);
+  auto recv = pair.domains[1]->recv(nullptr, 0, 3, {3, 1, kP2p}, into.data(), 200000);
+  auto other = pair.domains[1]->recv(nullptr, 0, 3, {3, 2, kP2p}, into.data(), 200000);
+  pair.domains[0]->send(nullptr, 1, 3, 3, {3, 1, kP2p}, data.data(), 200000);
+  pair.domains[0]->send(nullptr, 1, 3, 4, {3, 2, kP2p}, data.data(), 200000);
+  pair.domains[0]->reclaimLoans(3);
+  REQUIRE(pair.drive(recv));
+  CHECK(recv->status().code() == StatusCode::kRevoked);
+  CHECK_THAT(recv->status().message(), Catch::Contains("took back the buffer"));
+  REQUIRE(pair.drive(other));
+  CHECK(other->status().ok());
+  CHECK(into == data);
+}
+
 TEST_CASE("a withdrawn large send keeps its buffer until the receiver has let go of it") {
   DomainPair pair;
   std::vector<char> data(100000);
   const int owner = 0;
-  auto send = pair.domains[0]->send(&owner, 1, 3, {3, 1, kP2p}, data.data(), data.size());
+  auto send = pair.domains[0]->send(&owner, 1, 3, 3, {3, 1, kP2p}, data.data(), data.size());
   pair.domains[0]->cancelAll(&owner, cancelled("test"));
   CHECK(send->done());
   CHECK(send->status().code() == StatusCode::kCancelled);
@@ -209,7 +228,7 @@ TEST_CASE("a failed shared-memory peer fails what waits for it, and everything a
   pair.domains[1]->failPeer(0, Status(StatusCode::kPeerFailed, "rank 0 failed: test"));
   REQUIRE(recv->done());
   CHECK(recv->status().code() == StatusCode::kPeerFailed);
-  auto later = pair.domains[1]->send(nullptr, 0, 3, {3, 1, kP2p}, into.data(), 10);
+  auto later = pair.domains[1]->send(nullptr, 0, 3, 3, {3, 1, kP2p}, into.data(), 10);
   REQUIRE(later->done());
   CHECK(later->status().code() == StatusCode::kPeerFailed);
 }
@@ -218,12 +237,12 @@ TEST_CASE("a sleeping domain is woken through its eventfd by the first message, 
   DomainPair pair;
   CHECK(pair.domains[1]->arm() == -1);
   int value = 42;
-  pair.domains[0]->send(nullptr, 1, 3, {3, 1, kP2p}, &value, sizeof value);
+  pair.domains[0]->send(nullptr, 1, 3, 3, {3, 1, kP2p}, &value, sizeof value);
   std::uint64_t woken = 0;
   CHECK(::read(pair.wake[1], &woken, sizeof woken) == sizeof woken);
   CHECK(woken == 1);
   CHECK(pair.domains[1]->arm() == 0);  // the message is there: no sleeping now
-  pair.domains[0]->send(nullptr, 1, 3, {3, 1, kP2p}, &value, sizeof value);
+  pair.domains[0]->send(nullptr, 1, 3, 3, {3, 1, kP2p}, &value, sizeof value);
   CHECK(::read(pair.wake[1], &woken, sizeof woken) == -1);  // already woken: one write is enough
 }
 

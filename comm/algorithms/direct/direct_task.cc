@@ -44,6 +44,7 @@ void DirectTask::tellPeers(int stage) {
   mine.magic = magic(stage);
   mine.send = reinterpret_cast<std::uint64_t>(args_.send);
   mine.recv = reinterpret_cast<std::uint64_t>(published());
+  mine.mark = transport_.loanMark();
   for (int p = 0; p < n_; ++p) {
     if (p != rank_) sends_.push_back(transport_.send(p, args_.tag, &mine, sizeof mine));
   }

@@ -8,7 +8,9 @@
 // one finished. The last notice also means that nobody reads this rank's buffers any more: only
 // then does the operation complete and the caller get its buffers back. A peer that dies fails
 // the read or the wait with PeerFailed; a peer that runs another algorithm fails the notice check
-// (Mismatch), so nothing is read from an address that is not one.
+// (Mismatch), so nothing is read from an address that is not one. A rank whose operation fails
+// gives its buffers back before the peers are done (the engine reclaims its loans first); a
+// read that ends after that fails (Revoked) instead of returning what the caller wrote since.
 //
 // Thread-safety: none; the progress thread owns a task.
 #pragma once
@@ -35,7 +37,8 @@ class DirectTask : public TaskBase {
   virtual const void* published() const { return args_.recv; }
 
   Status read(int peer, void* into, std::uint64_t address, std::size_t bytes) {
-    return bytes == 0 ? Status::Ok() : transport_.readPeer(peer, into, address, bytes);
+    return bytes == 0 ? Status::Ok()
+                      : transport_.readPeer(peer, into, address, bytes, notice(0, peer).mark);
   }
   // Writes this rank's `own` bytes reduced with every peer's input [offset, offset + bytes) of
   // its send buffer into `into`, in cache-sized pieces through a scratch buffer. The first
@@ -54,6 +57,8 @@ class DirectTask : public TaskBase {
     std::uint64_t magic = 0;
     std::uint64_t send = 0;
     std::uint64_t recv = 0;
+    std::uint32_t mark = 0;  // Transport::loanMark, which the peer's reads of these check
+    std::uint32_t unused = 0;
   };
   static std::uint64_t magic(int stage) { return 0x6674646972656374ull ^ std::uint64_t(stage); }
   const Notice& notice(int stage, int peer) const {

@@ -38,8 +38,9 @@ struct alignas(64) InlineSlot {
   // while the poster already writes its next post here (a later value is still a lower bound).
   std::atomic<std::uint64_t> consumedOther{0};
   // The direct form's post (core/inline_collective.h): the address of the poster's send buffer,
-  // which the others read.
+  // which the others read, and the mark it is lent under (shm_domain.h, Loan).
   std::uint64_t sendAddress = 0;
+  std::uint32_t loanMark = 0;
   alignas(64) std::byte payload[kInlineBytes];
 };
 

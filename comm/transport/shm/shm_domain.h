@@ -53,6 +53,19 @@ struct ShmOffer {
 // This machine and PID namespace: boot id and the namespace's inode.
 std::string localHostKey();
 
+// Buffers that peers read straight out of this process (readMember: large sends, the direct
+// algorithms) are lent: the lender keeps them valid until the readers say they are done. When an
+// operation fails it gives its buffers back to the caller without that word, and a reader that
+// was stopped (SIGSTOP, a descheduled VM) could still copy whatever the caller then writes into
+// them, and call it the result. So a lender counts, per loan channel (its receive channel of the
+// communicator), how often it took buffers back (reclaimLoans), and gives the count (the mark)
+// beside every address it lends; a reader compares the lender's count with the mark after its
+// copy: if it changed, the copy may hold anything, and the read fails (Revoked).
+struct Loan {
+  std::uint16_t channel = 0;  // the lender's
+  std::uint32_t mark = 0;
+};
+
 struct ShmGeometry {
   std::size_t ringBytes = 256 * 1024;
   std::size_t eagerBytes = 64 * 1024;
@@ -80,16 +93,24 @@ class ShmDomain {
   pid_t pid(int member) const { return peers_[static_cast<std::size_t>(member)].pid; }
 
   // Transport operations by member; `owner` groups requests for cancelAll/settled.
+  // `channel`: the receiver's; `loanChannel`: the sender's (a large send is lent: Loan).
   transport::RequestPtr send(const void* owner, int peer, std::uint16_t channel,
-                             transport::MessageTag tag, const void* data, std::size_t bytes);
+                             std::uint16_t loanChannel, transport::MessageTag tag, const void* data,
+                             std::size_t bytes);
   transport::RequestPtr recv(const void* owner, int peer, std::uint16_t channel,
                              transport::MessageTag tag, void* data, std::size_t capacity);
-  // Copies `bytes` at `address` in member `peer`'s process into `into` (process_vm_readv).
-  Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes);
+  // Copies `bytes` at `address` in member `peer`'s process into `into` (process_vm_readv),
+  // lent under `loan` (Revoked if the lender took it back meanwhile).
+  Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes, Loan loan);
   // The same for a local `member`, from any thread without the mutex: it looks only at the
-  // member's pid (fixed once connected) and leaves a failure to the pidfd watch (PeerFailed
-  // when the process is gone).
-  Status readMember(int member, void* into, std::uint64_t address, std::size_t bytes) const;
+  // member's pid and segment (fixed once connected) and leaves a failure to the pidfd watch
+  // (PeerFailed when the process is gone).
+  Status readMember(int member, void* into, std::uint64_t address, std::size_t bytes,
+                    Loan loan) const;
+  // The mark of what this process lends on `channel` now (Loan); and taking back everything it
+  // lent there: reads of it that have not finished fail. Any thread, without the mutex.
+  std::uint32_t loanMark(std::uint16_t channel) const;
+  void reclaimLoans(std::uint16_t channel);
   // False if `request` is not one of this domain's.
   bool cancel(const transport::RequestPtr& request);
   void cancelAll(const void* owner, const Status& why);

@@ -2,6 +2,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -64,8 +65,9 @@ ShmDomain::Op* ShmDomain::newOp(const void* owner, int peer, bool receive) {
   return op;
 }
 
-RequestPtr ShmDomain::send(const void* owner, int peer, std::uint16_t channel, MessageTag tag,
-                           const void* data, std::size_t bytes) {
+RequestPtr ShmDomain::send(const void* owner, int peer, std::uint16_t channel,
+                           std::uint16_t loanChannel, MessageTag tag, const void* data,
+                           std::size_t bytes) {
   if (Status s = checkPeer(peer, tag); !s.ok()) return refused(std::move(s));
   Peer& to = peers_[static_cast<std::size_t>(peer)];
   Record record{};
@@ -86,6 +88,8 @@ RequestPtr ShmDomain::send(const void* owner, int peer, std::uint16_t channel, M
   RequestPtr request = op->request;
   record.address = reinterpret_cast<std::uint64_t>(data);
   record.sendId = nextSendId_++;
+  record.loanChannel = loanChannel;
+  record.status = loanMark(loanChannel);
   op->record = record;
   op->source = data;
   to.outbox.push_back(op);
@@ -200,7 +204,8 @@ void ShmDomain::deliver(int sender, Op* op, const Record& record, const std::byt
     if (s.ok() && record.bytes != 0) transport::copyBytes(op->data, payload, record.bytes);
   } else {
     if (s.ok() && record.bytes != 0) {
-      s = readPeer(sender, op->data, record.address, record.bytes);
+      s = readPeer(sender, op->data, record.address, record.bytes,
+                   Loan{record.loanChannel, record.status});
       if (s.code() == StatusCode::kPeerFailed) {  // the peer is gone, and so is its ring
         complete(op, std::move(s), 0);
         destroy(op);
@@ -250,28 +255,48 @@ void ShmDomain::destroy(Op* op) {
   delete op;
 }
 
-Status ShmDomain::readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes) {
+Status ShmDomain::readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes,
+                           Loan loan) {
   if (peer < 0 || peer >= size() || !local(peer)) {
     return invalidArgument("rank " + std::to_string(peer) + " is not a shared-memory peer");
   }
   Peer& from = peers_[static_cast<std::size_t>(peer)];
   if (!from.failure.ok()) return from.failure;
-  Status read = readMember(peer, into, address, bytes);
+  Status read = readMember(peer, into, address, bytes, loan);
   if (read.code() == StatusCode::kPeerFailed) failPeer(peer, read);
   return read;
 }
 
-Status ShmDomain::readMember(int member, void* into, std::uint64_t address,
-                             std::size_t bytes) const {
-  const int error =
-      readFromProcess(peers_[static_cast<std::size_t>(member)].pid, into, address, bytes);
-  if (error == 0) return Status::Ok();
+Status ShmDomain::readMember(int member, void* into, std::uint64_t address, std::size_t bytes,
+                             Loan loan) const {
+  const Peer& lender = peers_[static_cast<std::size_t>(member)];
+  const int error = readFromProcess(lender.pid, into, address, bytes);
+  if (error == 0) {
+    // Whatever the copy saw of writes made after the lender took the buffer back, the count it
+    // raised before them is seen after it (reclaimLoans).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const auto& reclaimed = lender.segment.header().reclaimed[loan.channel % kLoanChannels];
+    if (reclaimed.load(std::memory_order_relaxed) == loan.mark) return Status::Ok();
+    return Status(StatusCode::kRevoked, "rank " + std::to_string(member) +
+                                            " took back the buffer being read (its side of the "
+                                            "operation failed): what was read may be anything");
+  }
   if (error == ESRCH) {
     return Status(StatusCode::kPeerFailed,
                   "rank " + std::to_string(member) + " failed: its process exited during a read");
   }
   return internalError("reading " + std::to_string(bytes) + " bytes from rank " +
                        std::to_string(member) + ": " + std::strerror(error));
+}
+
+std::uint32_t ShmDomain::loanMark(std::uint16_t channel) const {
+  return own_.header().reclaimed[channel % kLoanChannels].load(std::memory_order_relaxed);
+}
+
+void ShmDomain::reclaimLoans(std::uint16_t channel) {
+  // A full barrier: the count is visible before anything the caller writes into the buffers
+  // once it has them back (readMember looks at it after its copy).
+  own_.header().reclaimed[channel % kLoanChannels].fetch_add(1, std::memory_order_seq_cst);
 }
 
 bool ShmDomain::cancel(const RequestPtr& request) {

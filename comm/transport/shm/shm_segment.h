@@ -37,10 +37,10 @@ enum class RecordKind : std::uint32_t {
 
 struct Record {
   RecordKind kind;
-  std::uint16_t channel;
-  std::uint16_t reserved;
+  std::uint16_t channel;      // the receiver's
+  std::uint16_t loanChannel;  // kRts: the sender's, for its loan mark (ShmDomain::Loan)
   std::uint32_t slot;
-  std::uint32_t status;
+  std::uint32_t status;  // kFin: 0, or why not; kRts: the sender's loan mark
   transport::OpSignature signature;
   std::uint64_t bytes;
   std::uint64_t address;
@@ -57,8 +57,12 @@ struct alignas(64) RingControl {
   char pad2[56];
 };
 
+// How many loan channels a segment counts reclaims for (ShmDomain::Loan): communicators whose
+// channels are equal modulo this share a count.
+constexpr int kLoanChannels = 64;
+
 struct alignas(64) SegmentHeader {
-  static constexpr std::uint64_t kMagic = 0x66746373686d3031ull;  // "ftcshm01"
+  static constexpr std::uint64_t kMagic = 0x66746373686d3032ull;  // "ftcshm02"
   std::uint64_t magic;
   std::uint64_t epoch;
   std::uint64_t ringBytes;
@@ -68,6 +72,9 @@ struct alignas(64) SegmentHeader {
   // up, unless threads of the owner are polling (spinners), which find the message themselves.
   alignas(64) std::atomic<std::uint32_t> sleeping{0};
   std::atomic<std::uint32_t> spinners{0};
+  // By loan channel: how many times the owner took back buffers that peers may still have been
+  // reading (ShmDomain::reclaimLoans).
+  alignas(64) std::atomic<std::uint32_t> reclaimed[kLoanChannels] = {};
 };
 
 class Segment {

@@ -50,7 +50,8 @@ RequestPtr ShmTransport::send(int peer, MessageTag tag, const void* data, std::s
   if (!viaShm(peer)) return remote_->send(peer, tag, data, bytes);
   const int member = peer >= 0 && peer < size() ? members_[static_cast<std::size_t>(peer)] : -1;
   const std::uint16_t channel = member < 0 ? 0 : channels_[static_cast<std::size_t>(peer)];
-  return domain_->send(this, member, channel, tag, data, bytes);
+  return domain_->send(this, member, channel, channels_[static_cast<std::size_t>(rank_)], tag, data,
+                       bytes);
 }
 
 RequestPtr ShmTransport::recv(int peer, MessageTag tag, void* data, std::size_t capacity) {
@@ -89,9 +90,19 @@ bool ShmTransport::canReadPeer(int peer) const {
   return peer >= 0 && peer < size() && viaShm(peer);
 }
 
-Status ShmTransport::readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes) {
-  if (!canReadPeer(peer)) return Transport::readPeer(peer, into, address, bytes);
-  return domain_->readPeer(members_[static_cast<std::size_t>(peer)], into, address, bytes);
+Status ShmTransport::readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes,
+                              std::uint32_t mark) {
+  if (!canReadPeer(peer)) return Transport::readPeer(peer, into, address, bytes, mark);
+  const auto at = static_cast<std::size_t>(peer);
+  return domain_->readPeer(members_[at], into, address, bytes, shm::Loan{channels_[at], mark});
+}
+
+std::uint32_t ShmTransport::loanMark() const {
+  return domain_->loanMark(channels_[static_cast<std::size_t>(rank_)]);
+}
+
+void ShmTransport::reclaimLoans() {
+  domain_->reclaimLoans(channels_[static_cast<std::size_t>(rank_)]);
 }
 
 Status ShmTransport::peerStatus(int peer) const {

@@ -36,7 +36,10 @@ class ShmTransport final : public transport::Transport {
   void cancelAll(const Status& why) override;
   bool settled() const override;
   bool canReadPeer(int peer) const override;
-  Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes) override;
+  Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes,
+                  std::uint32_t mark) override;
+  std::uint32_t loanMark() const override;
+  void reclaimLoans() override;
   Status peerStatus(int peer) const override;
   void failPeer(int peer, const Status& why) override;
 
