@@ -1,6 +1,6 @@
 // The processor's maker, for the few choices measured to differ between the AMD EPYC and Intel
 // Xeon machines these benchmarks ran on (docs/BENCHMARKS.md): how bulk copies are cut
-// (copy_bytes.h) and up to which size collectives run inline (core/inline_collective.cc).
+// (copy_bytes.h) and up to which size collectives run inline (core/inline_plan.cc).
 //
 // Thread-safety: a function; the answer is computed once.
 #pragma once
