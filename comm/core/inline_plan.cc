@@ -47,7 +47,10 @@ std::size_t streamChunkBytes() {
 //   - beyond 2 MiB, streamed from the engine, it was at par with the direct algorithms or
 //     slower, except reduce, and that only with waiters that spin for as long as anything
 //     moves, which put other runs into a slow mode (BENCHMARKS.md);
-//   - allgather and all-to-all gain nothing past one slot.
+//   - allgather and all-to-all gain nothing past one slot; at 2 ranks the direct form (inline
+//     posts as notices, below) beats a single slot from 256 KiB of allgather (48 against 50 us
+//     at 512 KiB) and 128 KiB of all-to-all (11.2 against 12.0 us; 256 KiB even), and swings
+//     less (8 alternating runs each, 2026-12-01 10:57 UTC, the VM an EPYC again).
 // On Intel Xeon (Sapphire Rapids) a core reads what another core just wrote (a post) at a
 // fraction of the speed at which it reads a buffer at rest, which is what the direct algorithms
 // read, so they win from smaller sizes (3 alternating runs each, 2026-12-01):
@@ -72,7 +75,9 @@ std::size_t inlineLimit(Collective collective, int ranks) {
       case Collective::kAllReduce:
         return two ? kSlot : kStreamBytes / 2;
       case Collective::kAllGather:
-        return kSlot * static_cast<std::size_t>(ranks);
+        return two ? kSlot / 2 : kSlot * static_cast<std::size_t>(ranks);
+      case Collective::kAllToAll:
+        return two ? kSlot / 4 : kSlot;
       default:
         return kSlot;
     }
