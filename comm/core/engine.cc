@@ -374,7 +374,11 @@ void Engine::closeLocked(CommState& comm) {
     while (!comm.transport->settled() && Clock::now() < until) {
       if (!worker_->progress()) worker_->waitForEvents(std::min(until, Clock::now() + kPollSlice));
     }
-    comm.transport->reclaimLoans();
+    // Operations cut short give their buffers back (Transport::reclaimLoans).
+    const bool pending = std::any_of(ops_.begin(), ops_.end(), [&](const auto& op) {
+      return op->comm.get() == &comm && !op->work->done();
+    });
+    if (pending) comm.transport->reclaimLoans();
   }
   for (auto& op : ops_) {
     if (op->comm.get() == &comm) op->work->complete(op->failing ? *op->failing : closed);
