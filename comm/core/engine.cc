@@ -148,6 +148,8 @@ void Engine::endSpin(bool done, Clock::time_point now) {
 }
 
 bool Engine::releaseSpinLocked(Clock::time_point now, Clock::time_point& until) {
+  if (polledToCompletion_.exchange(false, std::memory_order_relaxed))
+    spinEnded_ = std::max(spinEnded_, now);
   if (!spinHeld_) return true;
   if (spinning_ > 0 || now < spinEnded_ + kSpinGrace) {
     until = std::min(until, now + kSpinGrace);

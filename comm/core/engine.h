@@ -100,6 +100,9 @@ class Engine {
   // `done`: the operation completed while the thread polled (keep the grace, from `now`); else
   // the thread goes to sleep and the progress thread takes over at once.
   void endSpin(bool done, Clock::time_point now);
+  // A thread finished an operation in a few polls without beginSpin (an inline collective whose
+  // peers were there): the grace goes on as after endSpin(true, now), without a clock reading.
+  void polledToCompletion() { polledToCompletion_.store(true, std::memory_order_relaxed); }
 
   // More processes of this host's communicators than cores this process may run on: waiting
   // threads then yield after every empty poll.
@@ -147,6 +150,7 @@ class Engine {
   int spinning_ = 0;       // threads in Work::wait's spin
   bool spinHeld_ = false;  // the domains count this process as polling
   Clock::time_point spinEnded_{};
+  std::atomic<bool> polledToCompletion_{false};  // since releaseSpinLocked last looked
   std::thread thread_;
   RendezvousOutbox outbox_;
 };
