@@ -33,10 +33,13 @@ std::size_t streamChunkBytes() {
 // machine these benchmarks ran on.
 //
 // On AMD EPYC:
-//   - broadcast and reduce stream to 2 MiB: a direct reduce or broadcast copies on one core
-//     only, streaming on both. Streaming's speed depends on the run (BENCHMARKS.md, "Streaming
-//     is bimodal"); reduce gained in the median of 8 alternating runs, broadcast came out about
-//     even over two days;
+//   - reduce, and broadcast beyond 2 ranks, stream to 2 MiB: a direct reduce or broadcast
+//     copies on one core only, streaming on both. Streaming's speed depends on the run
+//     (BENCHMARKS.md, "Streaming is bimodal"); reduce gained in the median of 8 alternating runs;
+//   - a 2-rank broadcast goes direct (the inline form) as soon as the registry allows it, as on
+//     Intel: streamed, it read 0.55-0.68x OpenMPI from 128 KiB to 2 MiB (and 0.1-0.2x in a
+//     run in streaming's slow mode), direct 0.86-1.19x (1 MiB: 88-104 against 138-190 us;
+//     2026-12-01 20:00-20:15 UTC, 7 alternating runs in all);
 //   - reduce-scatter, and allreduce at 2 ranks, do not stream: since the direct algorithms
 //     reduce straight into the result (2026-12-01), they beat streaming at 512 KiB-2 MiB in the
 //     median of 8-10 alternating runs (allreduce 1.05-1.19x OpenMPI against 0.80-0.87x;
@@ -48,9 +51,10 @@ std::size_t streamChunkBytes() {
 //     slower, except reduce, and that only with waiters that spin for as long as anything
 //     moves, which put other runs into a slow mode (BENCHMARKS.md);
 //   - allgather and all-to-all gain nothing past one slot; at 2 ranks the direct form (inline
-//     posts as notices, below) beats a single slot from 256 KiB of allgather (48 against 50 us
-//     at 512 KiB) and 128 KiB of all-to-all (11.2 against 12.0 us; 256 KiB even), and swings
-//     less (8 alternating runs each, 2026-12-01 10:57 UTC, the VM an EPYC again).
+//     posts as notices, below) beats a single slot from 128 KiB of all-to-all (11.2 against
+//     12.0 us; 256 KiB even; 8 alternating runs, 2026-12-01 10:57 UTC) and from 64 KiB of
+//     allgather (128 KiB: 9.6-12.1 against 16.5-18.7 us; 64 KiB even to 1.3x faster; at 32 KiB
+//     the slot still wins, 4.0 against 4.5-5.0; 5 alternating runs, 20:00-20:15 UTC).
 // On Intel Xeon (Sapphire Rapids) a core reads what another core just wrote (a post) at a
 // fraction of the speed at which it reads a buffer at rest, which is what the direct algorithms
 // read, so they win from smaller sizes (3 alternating runs each, 2026-12-01):
@@ -67,22 +71,23 @@ std::size_t inlineLimit(Collective collective, int ranks) {
   constexpr std::size_t kStreamBytes = std::size_t{2} << 20;
   constexpr std::size_t kSlot = shm::kInlineBytes;
   const bool two = ranks <= 2;
+  const std::size_t direct = algorithms::directFromBytes(ranks) - 1;
   if (transport::amdProcessor()) {
     switch (collective) {
       case Collective::kBroadcast:
+        return two ? direct : kStreamBytes;
       case Collective::kReduce:
         return kStreamBytes;
       case Collective::kAllReduce:
         return two ? kSlot : kStreamBytes / 2;
       case Collective::kAllGather:
-        return two ? kSlot / 2 : kSlot * static_cast<std::size_t>(ranks);
+        return two ? kSlot / 8 : kSlot * static_cast<std::size_t>(ranks);
       case Collective::kAllToAll:
         return two ? kSlot / 4 : kSlot;
       default:
         return kSlot;
     }
   }
-  const std::size_t direct = algorithms::directFromBytes(ranks) - 1;
   switch (collective) {
     case Collective::kBroadcast:
       return two ? direct : kStreamBytes;
