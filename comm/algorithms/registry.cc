@@ -149,6 +149,11 @@ Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t 
     return invalidArgument(std::string(variable) + "=" + chosen +
                            " names no algorithm; known:" + known);
   }
+  return defaultAlgorithm(collective, bytes, ranks, peersReadable);
+}
+
+Result<const AlgorithmInfo*> defaultAlgorithm(Collective collective, std::size_t bytes, int ranks,
+                                              bool peersReadable) {
   if (peersReadable && ranks > 1 && bytes >= directFromBytes(ranks)) {
     if (const AlgorithmInfo* direct = findAlgorithm(collective, "direct")) return direct;
   }

@@ -52,5 +52,10 @@ std::size_t directFromBytes(int ranks);
 
 Result<const AlgorithmInfo*> chooseAlgorithm(Collective collective, std::size_t bytes, int ranks,
                                              bool peersReadable = false);
+// chooseAlgorithm without the environment: the default for the message size. For callers that
+// know FTCOMM_ALGO_<COLLECTIVE> is unset (forcedAlgorithms(), read once per communicator):
+// getenv scans the whole environment, about a tenth of a small collective's time under mpirun.
+Result<const AlgorithmInfo*> defaultAlgorithm(Collective collective, std::size_t bytes, int ranks,
+                                              bool peersReadable = false);
 
 }  // namespace ftcomm::algorithms

@@ -168,8 +168,9 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
       state->inlineGroup = makeInlineGroup(
           state->shm, state->shmMembers,
           std::vector<int>(static_cast<std::size_t>(state->size), area), state->channels);
-      state->forcedAlgorithms = algorithms::forcedAlgorithms();
     }
+    // Read once: each collective consults the environment only for the algorithms named here.
+    state->forcedAlgorithms = algorithms::forcedAlgorithms();
     world.engine->attachLocked(state);
     if (Status failed = epochFailed(world, state->epoch); !failed.ok()) {
       world.engine->breakLocked(*state, failed, 0, false);

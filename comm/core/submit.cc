@@ -62,7 +62,7 @@ Work refusedAsBroken(const std::shared_ptr<CommState>& comm, const char* name, s
   return refused(comm, std::move(progress), why);
 }
 
-Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall call,
+Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& call,
                       const OpOptions& options, const Status& valid) {
   recorder::OpDescriptor record;
   record.commId = comm->id;
@@ -77,8 +77,9 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
   const algorithms::AlgorithmInfo* algorithm = nullptr;
   Status status = valid;
   InlineChunking chunking;
-  if (status.ok() && comm->inlineGroup &&
-      (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) == 0) {
+  const bool forced =
+      (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) != 0;
+  if (status.ok() && comm->inlineGroup && !forced) {
     chunking = inlineChunking(call.collective, call.args.count, call.args.dtype, comm->size,
                               comm->peersReadable);
   }
@@ -86,8 +87,10 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall cal
   if (inlined) {
     record.algorithm = chunking.direct ? "direct (inline)" : "inline";
   } else if (status.ok()) {
-    auto chosen = algorithms::chooseAlgorithm(call.collective, call.choiceBytes, comm->size,
-                                              comm->peersReadable);
+    auto chosen = forced ? algorithms::chooseAlgorithm(call.collective, call.choiceBytes,
+                                                       comm->size, comm->peersReadable)
+                         : algorithms::defaultAlgorithm(call.collective, call.choiceBytes,
+                                                        comm->size, comm->peersReadable);
     if (chosen.ok()) {
       algorithm = *chosen;
       record.algorithm = algorithm->name.data();

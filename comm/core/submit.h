@@ -36,7 +36,7 @@ struct CollectiveCall {
   std::array<std::pair<std::size_t, std::size_t>, 4> ranges{};
 };
 
-Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall call,
+Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& call,
                       const OpOptions& options, const Status& valid);
 
 // The Work of collective `seq`, numbered while the communicator was already broken: it fails
