@@ -164,10 +164,14 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
     return plan;
   }
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
-  // One chunk while it fits a slot; beyond, pieces that stay in cache on both sides.
+  if (bytes <= shm::kInlineBytes) {  // one chunk (and no divisions: this runs on every call)
+    plan.step = std::max(plan.block, es);
+    plan.chunks = 1;
+    return plan;
+  }
+  // Beyond a slot, pieces that stay in cache on both sides.
   const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
-  const std::size_t chunk = bytes <= shm::kInlineBytes ? shm::kInlineBytes : streamChunkBytes();
-  plan.step = std::max<std::size_t>(chunk / pieces / es, 1) * es;
+  plan.step = std::max<std::size_t>(streamChunkBytes() / pieces / es, 1) * es;
   plan.chunks = plan.block == 0 ? 1 : (plan.block + plan.step - 1) / plan.step;
   return plan;
 }
