@@ -80,7 +80,10 @@ std::shared_ptr<OpProgress> FlightRecorder::record(const OpDescriptor& op) {
   if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return nullptr;
   std::lock_guard lock(ringMu_);
   const std::uint64_t id = nextRecordId_++;
-  Slot& slot = slots_[(id - 1) % slots_.size()];
+  // The slot of record id is (id - 1) % capacity, kept as it moves (a division costs as much as
+  // the rest of this function).
+  Slot& slot = slots_[nextSlot_];
+  if (++nextSlot_ == slots_.size()) nextSlot_ = 0;
   slot.recordId = id;
   slot.op = op;
   // The entry this one overwrites is reused when the ring holds its last reference (its

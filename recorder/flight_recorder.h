@@ -104,6 +104,7 @@ class FlightRecorder {
   mutable std::mutex ringMu_;
   std::vector<Slot> slots_;
   std::uint64_t nextRecordId_ = 1;
+  std::size_t nextSlot_ = 0;  // (nextRecordId_ - 1) % capacity
 
   mutable std::mutex infoMu_;
   ProcessIdentity identity_;
