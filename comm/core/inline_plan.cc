@@ -44,9 +44,12 @@ std::size_t streamChunkBytes() {
 //     reduce straight into the result (2026-12-01), they beat streaming at 512 KiB-2 MiB in the
 //     median of 8-10 alternating runs (allreduce 1.05-1.19x OpenMPI against 0.80-0.87x;
 //     reduce-scatter 1.6-1.9x faster than streaming);
-//   - allreduce beyond 2 ranks streams to 1 MiB: there the direct algorithm's two notice rounds
-//     wait for every rank, which on a crowded host costs more than the copies streaming adds
-//     (3 and 4 ranks on 2 cores, 512 KiB-1 MiB: streamed 14-20% faster in 4-6 runs each);
+//   - allreduce beyond 2 ranks streams to 512 KiB: there the direct algorithm's two notice
+//     rounds wait for every rank, which on a crowded host costs more than the copies streaming
+//     adds (3 and 4 ranks on 2 cores, 512 KiB-1 MiB: streamed 14-20% faster in 4-6 runs each,
+//     on an earlier EPYC VM). At 1 MiB it no longer did on the EPYC of 2026-12-01 20:20 UTC: 4
+//     ranks, 7 alternating runs, direct 642 us median (0.94x OpenMPI) against 707 us (0.75x)
+//     streamed; 512 KiB even (334 against 361 us, 0.90 against 0.94x);
 //   - beyond 2 MiB, streamed from the engine, it was at par with the direct algorithms or
 //     slower, except reduce, and that only with waiters that spin for as long as anything
 //     moves, which put other runs into a slow mode (BENCHMARKS.md);
@@ -79,7 +82,7 @@ std::size_t inlineLimit(Collective collective, int ranks) {
       case Collective::kReduce:
         return kStreamBytes;
       case Collective::kAllReduce:
-        return two ? kSlot : kStreamBytes / 2;
+        return two ? kSlot : kStreamBytes / 4;
       case Collective::kAllGather:
         return two ? kSlot / 8 : kSlot * static_cast<std::size_t>(ranks);
       case Collective::kAllToAll:
