@@ -47,7 +47,7 @@ std::size_t streamChunkBytes() {
 //   - allreduce beyond 2 ranks streams to 512 KiB: there the direct algorithm's two notice
 //     rounds wait for every rank, which on a crowded host costs more than the copies streaming
 //     adds (3 and 4 ranks on 2 cores, 512 KiB-1 MiB: streamed 14-20% faster in 4-6 runs each,
-//     on an earlier EPYC VM). At 1 MiB it no longer did on the EPYC of 2026-12-01 20:20 UTC: 4
+//     on an earlier EPYC VM). At 1 MiB it no longer did on the EPYC of 2026-12-01 21:10 UTC: 4
 //     ranks, 7 alternating runs, direct 642 us median (0.94x OpenMPI) against 707 us (0.75x)
 //     streamed; 512 KiB even (334 against 361 us, 0.90 against 0.94x);
 //   - beyond 2 MiB, streamed from the engine, it was at par with the direct algorithms or
