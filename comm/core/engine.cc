@@ -85,10 +85,15 @@ void Engine::run() {
     auto until = Clock::now() + std::chrono::seconds(1);
     for (const auto& op : ops_) until = std::min(until, op->failing ? op->settleBy : op->deadline);
     if (!releaseSpinLocked(Clock::now(), until)) continue;
-    if (!worker_->arm()) continue;  // events arrived meanwhile: progress first
+    // A waiting thread that polls the worker itself gets UCX's events first: were this thread
+    // woken by them too, on the same core, it would take the core and then the mutex and the
+    // socket from it at every message (perf on an 8-byte allreduce over UCX). It still polls
+    // every kSpinGrace meanwhile (`until`), and is woken when that thread stops.
+    const bool driven = driving_ > 0;
+    if (!driven && !worker_->arm()) continue;  // events arrived meanwhile: progress first
     // Shared memory: the peers wake this thread through wakeFd_ once marked asleep; their exits
-    // show on their pidfds.
-    std::vector<pollfd> fds = {{worker_->eventFd(), POLLIN, 0}, {wakeFd_, POLLIN, 0}};
+    // show on their pidfds. (poll() skips a negative fd.)
+    std::vector<pollfd> fds = {{driven ? -1 : worker_->eventFd(), POLLIN, 0}, {wakeFd_, POLLIN, 0}};
     std::vector<std::shared_ptr<shm::ShmDomain>> domains;
     bool arrived = false;
     for (const auto& weak : domains_) {
@@ -124,9 +129,10 @@ void Engine::run() {
   }
 }
 
-void Engine::beginSpin() {
+void Engine::beginSpin(bool drivesWorker) {
   std::lock_guard<std::mutex> lock(mu_);
   ++spinning_;
+  if (drivesWorker) ++driving_;
   if (spinHeld_) return;
   spinHeld_ = true;
   for (const auto& weak : domains_) {
@@ -136,9 +142,12 @@ void Engine::beginSpin() {
   if (sleepingUntil_ != Clock::time_point{} && sleepingUntil_ > Clock::now() + kSpinGrace) wake();
 }
 
-void Engine::endSpin(bool done, Clock::time_point now) {
+void Engine::endSpin(bool done, Clock::time_point now, bool drivesWorker) {
   std::lock_guard<std::mutex> lock(mu_);
   --spinning_;
+  // The last thread that polled the worker goes to sleep: the progress thread watches UCX's
+  // events again from now, not from its next slice.
+  if (drivesWorker && --driving_ == 0 && !done && sleepingUntil_ != Clock::time_point{}) wake();
   spinEnded_ = done ? now : Clock::time_point{};
   // A thread that goes to sleep hands polling back to the progress thread at once.
   if (!done && spinning_ == 0 && spinHeld_) {

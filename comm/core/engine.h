@@ -96,10 +96,13 @@ class Engine {
   // A thread waiting on a Work starts or stops driving progress itself (Work::wait's spin).
   // While one does, and for a grace period after (the next operation of a tight loop),
   // shared-memory peers do not wake the progress thread, which sleeps in short slices instead.
-  void beginSpin();
+  // `drivesWorker`: the thread polls everything, the UCX worker included (Work::wait does; an
+  // inline collective's spin polls its slots only). While one does, UCX's events do not wake the
+  // progress thread either.
+  void beginSpin(bool drivesWorker = false);
   // `done`: the operation completed while the thread polled (keep the grace, from `now`); else
   // the thread goes to sleep and the progress thread takes over at once.
-  void endSpin(bool done, Clock::time_point now);
+  void endSpin(bool done, Clock::time_point now, bool drivesWorker = false);
   // A thread finished an operation in a few polls without beginSpin (an inline collective whose
   // peers were there): the grace goes on as after endSpin(true, now), without a clock reading.
   void polledToCompletion() { polledToCompletion_.store(true, std::memory_order_relaxed); }
@@ -148,6 +151,7 @@ class Engine {
   Clock::time_point sleepingUntil_{};
   std::atomic<bool> oversubscribed_{false};
   int spinning_ = 0;       // threads in Work::wait's spin
+  int driving_ = 0;        // those of them that poll the UCX worker too
   bool spinHeld_ = false;  // the domains count this process as polling
   Clock::time_point spinEnded_{};
   std::atomic<bool> polledToCompletion_{false};  // since releaseSpinLocked last looked

@@ -114,7 +114,7 @@ Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
   unsigned idle = 0, polls = 0;
   const unsigned yieldEvery = crowded ? 1 : kPollsPerYield;
   if (engine != nullptr && !state_->done()) {
-    engine->beginSpin();
+    engine->beginSpin(/*drivesWorker=*/true);
     spinning = true;
   }
   auto now = start;
@@ -140,14 +140,14 @@ Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
       continue;
     }
     if (spinning) {
-      engine->endSpin(false, now);
+      engine->endSpin(false, now, /*drivesWorker=*/true);
       spinning = false;
       continue;
     }
     if (now >= until) return timeoutError("waited until the deadline");
     state_->sleepUntil(std::min(until, now + std::chrono::milliseconds(100)));
   }
-  if (spinning) engine->endSpin(true, now);
+  if (spinning) engine->endSpin(true, now, /*drivesWorker=*/true);
   return state_->result();
 }
 
