@@ -1,7 +1,9 @@
 // Element-wise reduction kernels used by every collective algorithm of the host backend:
 // inout[i] = inout[i] OP in[i], or out[i] = a[i] OP b[i]. Written as plain loops over
-// restrict-qualified typed pointers, which the compiler vectorizes for the native types; float16
-// and bfloat16 are widened to float32, reduced, and rounded back to nearest-even. AVG reduces as a
+// restrict-qualified typed pointers, which the compiler vectorizes (reduction_kernels.h), and
+// built twice on x86-64: for the baseline, and for AVX2 with F16C where the processor has them
+// (reduction_isa.h). float16 and bfloat16 are widened to float32, reduced, and rounded back to
+// nearest-even, with the same bits in either build. AVG reduces as a
 // sum and the algorithm divides once, at the end, with finishAverage() (partial sums of 16-bit
 // types are still stored, and so rounded, in their own type between steps, as in NCCL).
 //

@@ -1,0 +1,20 @@
+// The reduction kernels compiled with AVX2 and F16C (CMakeLists.txt sets the flags for this file
+// only); reduction.cc calls them where the processor has both.
+#include "algorithms/reduction_kernels.h"
+
+#if !defined(__AVX2__) || !defined(__F16C__)
+#error "reduction_avx2.cc must be compiled with -mavx2 -mf16c"
+#endif
+
+namespace ftcomm::algorithms::kernels {
+
+void reduceAvx2(DataType type, ReduceOp op, void* out, const void* a, const void* b,
+                std::size_t count) {
+  reduceAny(type, op, out, a, b, count);
+}
+
+void divideAvx2(DataType type, void* data, std::size_t count, int contributors) {
+  divideAny(type, data, count, contributors);
+}
+
+}  // namespace ftcomm::algorithms::kernels
