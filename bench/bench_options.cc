@@ -14,7 +14,8 @@ namespace {
   std::cerr << "ftcomm-bench: " << why
             << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
                "alltoall|put|get [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] "
-               "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json]\n";
+               "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json] "
+               "[--dtype float32|float16|bfloat16]\n";
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
 }
@@ -59,6 +60,8 @@ Options parse(int argc, char** argv) {
       o.check = true;
     else if (flag == "--json")
       o.json = true;
+    else if (flag == "--dtype")
+      o.dtype = value();
     else if (flag == "--compare") {
       const std::string list = value();
       for (std::size_t at = 0; at <= list.size();) {
@@ -84,14 +87,21 @@ Options parse(int argc, char** argv) {
             " (put and get compare with ucx and ucx-peer, the collectives with the others)");
     }
   }
+  if (o.dtype != "float32" && o.dtype != "float16" && o.dtype != "bfloat16")
+    usage("--dtype takes float32, float16 or bfloat16, not '" + o.dtype + "'");
+  for (const std::string& peer : o.peers) {
+    if (o.dtype != "float32" && (peer == "mpi" || peer == "gloo"))
+      usage("--compare " + peer + " takes float32 only (OpenMPI has no 16-bit float type)");
+  }
+  if (oneSided && o.dtype != "float32") usage("--dtype does not go with --op " + o.op);
   if (o.minBytes == 0 || o.minBytes > o.maxBytes) usage("need 0 < min-bytes <= max-bytes");
   if (o.iters < 0) usage("--iters must be positive");
   if (o.rounds < 1 || o.rounds > 1000) usage("--rounds must be in 1..1000");
   return o;
 }
 
-Shape shapeOf(const std::string& op, std::size_t bytes, int n) {
-  const std::size_t elems = std::max<std::size_t>(bytes / 4, 1);
+Shape shapeOf(const std::string& op, std::size_t bytes, int n, std::size_t elementBytes) {
+  const std::size_t elems = std::max<std::size_t>(bytes / elementBytes, 1);
   const std::size_t un = static_cast<std::size_t>(n);
   if (op == "allgather")
     return {std::max<std::size_t>(elems / un, 1), std::max<std::size_t>(elems / un, 1),

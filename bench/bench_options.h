@@ -16,19 +16,20 @@ struct Options {
   bool check = false;
   std::vector<std::string> peers;  // "mpi", "gloo", "recorder-off", in the order given
   bool json = false;
+  std::string dtype = "float32";  // or float16, bfloat16 (the peers take float32 only)
 };
 
 // Parses argv; bad usage aborts the MPI job with exit code 2 and a usage message.
 Options parse(int argc, char** argv);
 
-// Elements per rank's block and in each buffer, for `bytes` of float32.
+// Elements per rank's block and in each buffer, for `bytes` of elements of `elementBytes`.
 struct Shape {
   std::size_t count;  // the count argument of the call
   std::size_t sendElems;
   std::size_t recvElems;
 };
 
-Shape shapeOf(const std::string& op, std::size_t bytes, int n);
+Shape shapeOf(const std::string& op, std::size_t bytes, int n, std::size_t elementBytes);
 // nccl-tests' bus-bandwidth factor.
 double busFactor(const std::string& op, int n);
 

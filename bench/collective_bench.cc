@@ -2,11 +2,12 @@
 //
 //   mpirun -np N ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|alltoall
 //          [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check]
-//          [--compare mpi,gloo,recorder-off] [--json]
+//          [--compare mpi,gloo,recorder-off] [--json] [--dtype float32|float16|bfloat16]
 //   mpirun -np 2 ftcomm-bench --op put|get [--compare ucx,ucx-peer] ...   (rma_bench.cc)
 //
 // Sizes follow nccl-tests: the bytes of the whole vector (allreduce, broadcast, reduce) or of
-// the whole result / input (allgather, reducescatter, alltoall), float32 elements. Time is the
+// the whole result / input (allgather, reducescatter, alltoall), float32 elements unless --dtype
+// names float16 or bfloat16 (ftcomm alone: the peers take float32 only). Time is the
 // slowest rank's mean per iteration; algbw = bytes / time; busbw = algbw times nccl-tests'
 // factor (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; others 1).
 // --check first runs the operation on the same random inputs through ftcomm and MPI and
@@ -243,8 +244,12 @@ int main(int argc, char** argv) {
   }
   int failures = isOneSided(o.op) ? runRmaBench(c, o) : 0;
   bool headed = false;
+  const DataType dtype = o.dtype == "float16"    ? DataType::kFloat16
+                         : o.dtype == "bfloat16" ? DataType::kBFloat16
+                                                 : DataType::kFloat32;
+  const std::size_t elementBytes = dataTypeSize(dtype);
   for (std::size_t bytes = o.minBytes; !isOneSided(o.op) && bytes <= o.maxBytes; bytes *= 2) {
-    const Shape s = shapeOf(o.op, bytes, n);
+    const Shape s = shapeOf(o.op, bytes, n, elementBytes);
     std::string verdict;
     if (o.check) {
       std::string problem = differential(c, o.op, s, rank);
@@ -260,11 +265,15 @@ int main(int argc, char** argv) {
                           : static_cast<int>(std::clamp<std::size_t>((64u << 20) / bytes, 5, 1000));
     std::vector<float> send(s.sendElems, 1.0f), recv(s.recvElems, 0.0f);
     std::vector<float> glooSend(s.sendElems, 1.0f), glooRecv(s.recvElems, 0.0f);
+    // A 16-bit type's buffers hold 1.0 in that type (the peers take float32 only).
+    const std::uint16_t one16 = dtype == DataType::kFloat16 ? 0x3c00 : 0x3f80;
+    std::vector<std::uint16_t> send16(elementBytes == 2 ? s.sendElems : 0, one16),
+        recv16(elementBytes == 2 ? s.recvElems : 0, 0);
+    void* ftSend = elementBytes == 2 ? static_cast<void*>(send16.data()) : send.data();
+    void* ftRecv = elementBytes == 2 ? static_cast<void*>(recv16.data()) : recv.data();
     Status last;
     auto ftcommOnce = [&] {
-      if (Status st = runFtcomm(c, o.op, DataType::kFloat32, send.data(), recv.data(), s.count);
-          !st.ok())
-        last = st;
+      if (Status st = runFtcomm(c, o.op, dtype, ftSend, ftRecv, s.count); !st.ok()) last = st;
     };
     std::vector<Column> columns;
     columns.push_back({"ftcomm", ftcommOnce, {}});
@@ -306,13 +315,14 @@ int main(int argc, char** argv) {
     }
     const std::size_t actual =
         (o.op == "allgather" || o.op == "reducescatter" || o.op == "alltoall")
-            ? s.count * static_cast<std::size_t>(n) * 4
-            : s.count * 4;
+            ? s.count * static_cast<std::size_t>(n) * elementBytes
+            : s.count * elementBytes;
     const double ftUs = median(columns.front().rounds);
     auto busbw = [&](double us) { return actual / us / 1e3 * busFactor(o.op, n); };
     if (rank != 0) continue;
     if (o.json) {
-      std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"ranks\":%d", o.op.c_str(), actual, n);
+      std::printf("{\"op\":\"%s\",\"dtype\":\"%s\",\"bytes\":%zu,\"ranks\":%d", o.op.c_str(),
+                  o.dtype.c_str(), actual, n);
       for (const Column& column : columns) {
         const double us = median(column.rounds);
         std::printf(",\"%s_us\":%.3f,\"%s_busbw_gbs\":%.4f", column.name.c_str(), us,
@@ -324,9 +334,9 @@ int main(int argc, char** argv) {
       if (!headed) {
         headed = true;
         std::printf(
-            "# ftcomm-bench --op %s, %d ranks, float32, median of %d rounds; "
+            "# ftcomm-bench --op %s, %d ranks, %s, median of %d rounds; "
             "ratio = peer time / ftcomm time (above 1: ftcomm is faster)\n",
-            o.op.c_str(), n, o.rounds);
+            o.op.c_str(), n, o.dtype.c_str(), o.rounds);
         std::printf("%12s", "bytes");
         for (const Column& column : columns) {
           std::printf(" %14s %10s", (column.name + "_us").c_str(), "busbw");
