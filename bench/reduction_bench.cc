@@ -1,0 +1,91 @@
+// ftcomm-bench-reduction: the reduction kernels' throughput (algorithms/reduction_isa.h), each
+// type's sum and max in every build this processor runs, side by side: in cache (128 KiB per
+// buffer) and from memory (32 MiB). Prints GB/s of output, the median of repeated batches, and
+// each build's ratio to the baseline.
+//
+//   ftcomm-bench-reduction [--batches B]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algorithms/reduction_isa.h"
+
+using namespace ftcomm;
+using namespace ftcomm::algorithms;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// GB/s of output of out = a OP b over `bytes`, the median of `batches` batches of about 20 ms.
+double throughput(kernels::Isa isa, DataType type, ReduceOp op, std::size_t bytes, int batches) {
+  std::vector<std::byte> a(bytes), b(bytes), out(bytes);
+  // 1.0 + small in every type's own bits would need each type; 0x3c bytes are finite, normal
+  // numbers in all of them (1.05 as float16, 0.0115 as float32).
+  std::memset(a.data(), 0x3c, bytes);
+  std::memset(b.data(), 0x3c, bytes);
+  const std::size_t count = bytes / dataTypeSize(type);
+  auto once = [&] { kernels::reduce(isa, type, op, out.data(), a.data(), b.data(), count); };
+  once();
+  const auto probe = Clock::now();
+  once();
+  const double oneUs = std::chrono::duration<double, std::micro>(Clock::now() - probe).count();
+  const int reps = std::max(1, static_cast<int>(20000 / std::max(oneUs, 0.01)));
+  std::vector<double> rates;
+  for (int batch = 0; batch < batches; ++batch) {
+    const auto start = Clock::now();
+    for (int r = 0; r < reps; ++r) once();
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    rates.push_back(static_cast<double>(bytes) * reps / us / 1e3);
+  }
+  return median(rates);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int batches = 7;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--batches" && i + 1 < argc) {
+      batches = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: ftcomm-bench-reduction [--batches B]\n");
+      return 2;
+    }
+  }
+  if (batches < 1 || batches > 1000) {
+    std::fprintf(stderr, "ftcomm-bench-reduction: --batches must be in 1..1000\n");
+    return 2;
+  }
+  std::vector<kernels::Isa> builds{kernels::Isa::kBaseline};
+  if (kernels::bestIsa() != kernels::Isa::kBaseline) builds.push_back(kernels::bestIsa());
+  std::printf("# GB/s of output, median of %d batches; builds: baseline%s\n", batches,
+              builds.size() > 1 ? ", avx2 (AVX2 and F16C)" : " (the processor has no AVX2+F16C)");
+  std::printf("%-9s %-4s %9s %10s %10s %7s\n", "type", "op", "buffer", "baseline", "avx2", "ratio");
+  for (DataType type : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+                        DataType::kFloat16, DataType::kBFloat16}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+      for (std::size_t bytes : {std::size_t{128} << 10, std::size_t{32} << 20}) {
+        const double base = throughput(kernels::Isa::kBaseline, type, op, bytes, batches);
+        std::printf("%-9s %-4s %8zuK %10.2f", std::string(dataTypeName(type)).c_str(),
+                    std::string(reduceOpName(op)).c_str(), bytes >> 10, base);
+        if (builds.size() > 1) {
+          const double best = throughput(builds.back(), type, op, bytes, batches);
+          std::printf(" %10.2f %7.2f", best, best / base);
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
