@@ -246,36 +246,36 @@ void divideHalf(std::uint16_t* data, std::size_t count, int contributors) {
   }
 }
 
-// bfloat16 sums with AVX2, 16 elements at a time: the same rounding and NaN as narrowBfloat16
-// (the compiler's vectorization of the plain loop narrowed through slower shuffles).
-inline __m256 widenBfloat16s(const std::uint16_t* from) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
-}
-
-inline __m256i narrowBfloat16s(__m256 value) {  // in the low 16 bits of each lane
+// bfloat16 sums with AVX2, 16 elements at a time and no shuffles: a bfloat16 is the top half of
+// a float32, so the even elements of a vector widen by a shift and the odd ones by a mask, and
+// the results go back the same way. Rounding and NaN as narrowBfloat16.
+inline __m256 roundedToBfloat16(__m256 value) {  // the result in the top half of each lane
   const __m256i bits = _mm256_castps_si256(value);
   const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(
-      _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), odd), 16);
-  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x0040));
-  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff)),
-                                         _mm256_set1_epi32(0x7f800000));
-  return _mm256_blendv_epi8(rounded, quiet, nan);
+  const __m256i rounded = _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), odd);
+  const __m256i quiet = _mm256_or_si256(bits, _mm256_set1_epi32(0x00400000));  // a NaN stays one
+  return _mm256_blendv_ps(_mm256_castsi256_ps(rounded), _mm256_castsi256_ps(quiet),
+                          _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
 }
 
 bool sumBfloat16(ReduceOp op, std::uint16_t* out, const std::uint16_t* a, const std::uint16_t* b,
                  std::size_t count) {
   if (op != ReduceOp::kSum && op != ReduceOp::kAvg) return false;
+  const __m256i top = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   std::size_t i = 0;
   for (; i + 16 <= count; i += 16) {
-    const __m256i low =
-        narrowBfloat16s(_mm256_add_ps(widenBfloat16s(a + i), widenBfloat16s(b + i)));
-    const __m256i high =
-        narrowBfloat16s(_mm256_add_ps(widenBfloat16s(a + i + 8), widenBfloat16s(b + i + 8)));
-    // packus interleaves the halves' 128-bit lanes; the permutation puts them back in order.
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+    const __m256 even =
+        roundedToBfloat16(_mm256_add_ps(_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)),
+                                        _mm256_castsi256_ps(_mm256_slli_epi32(y, 16))));
+    const __m256 odd =
+        roundedToBfloat16(_mm256_add_ps(_mm256_castsi256_ps(_mm256_and_si256(x, top)),
+                                        _mm256_castsi256_ps(_mm256_and_si256(y, top))));
+    // The even results down into the low halves, the odd ones kept in the top halves.
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
-                        _mm256_permute4x64_epi64(_mm256_packus_epi32(low, high), 0xd8));
+                        _mm256_blend_epi16(_mm256_srli_epi32(_mm256_castps_si256(even), 16),
+                                           _mm256_castps_si256(odd), 0xaa));
   }
   for (; i < count; ++i) out[i] = narrowBfloat16(widenBfloat16(a[i]) + widenBfloat16(b[i]));
   return true;
