@@ -1,7 +1,7 @@
 // ftcomm-bench-reduction: the reduction kernels' throughput (algorithms/reduction_isa.h), each
 // type's sum and max in every build this processor runs, side by side: in cache (128 KiB per
-// buffer) and from memory (32 MiB). Prints GB/s of output, the median of repeated batches, and
-// each build's ratio to the baseline.
+// buffer) and from memory (32 MiB). Prints GB/s of output, the median of repeated batches (the
+// builds' batches alternate), and the AVX2 build's ratio to the baseline.
 //
 //   ftcomm-bench-reduction [--batches B]
 #include <algorithm>
@@ -25,28 +25,37 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// GB/s of output of out = a OP b over `bytes`, the median of `batches` batches of about 20 ms.
-double throughput(kernels::Isa isa, DataType type, ReduceOp op, std::size_t bytes, int batches) {
+// GB/s of output of out = a OP b over `bytes` in each build of `builds`: the median of
+// `batches` batches of about 20 ms each, the builds' batches alternating so that the machine's
+// noise moves them alike.
+std::vector<double> throughput(const std::vector<kernels::Isa>& builds, DataType type, ReduceOp op,
+                               std::size_t bytes, int batches) {
   std::vector<std::byte> a(bytes), b(bytes), out(bytes);
-  // 1.0 + small in every type's own bits would need each type; 0x3c bytes are finite, normal
-  // numbers in all of them (1.05 as float16, 0.0115 as float32).
+  // 0x3c bytes are finite, normal numbers in every floating type (1.05 as float16, 0.0115 as
+  // float32).
   std::memset(a.data(), 0x3c, bytes);
   std::memset(b.data(), 0x3c, bytes);
   const std::size_t count = bytes / dataTypeSize(type);
-  auto once = [&] { kernels::reduce(isa, type, op, out.data(), a.data(), b.data(), count); };
-  once();
+  auto once = [&](kernels::Isa isa) {
+    kernels::reduce(isa, type, op, out.data(), a.data(), b.data(), count);
+  };
+  once(builds.front());
   const auto probe = Clock::now();
-  once();
+  once(builds.front());
   const double oneUs = std::chrono::duration<double, std::micro>(Clock::now() - probe).count();
   const int reps = std::max(1, static_cast<int>(20000 / std::max(oneUs, 0.01)));
-  std::vector<double> rates;
+  std::vector<std::vector<double>> rates(builds.size());
   for (int batch = 0; batch < batches; ++batch) {
-    const auto start = Clock::now();
-    for (int r = 0; r < reps; ++r) once();
-    const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-    rates.push_back(static_cast<double>(bytes) * reps / us / 1e3);
+    for (std::size_t k = 0; k < builds.size(); ++k) {
+      const auto start = Clock::now();
+      for (int r = 0; r < reps; ++r) once(builds[k]);
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      rates[k].push_back(static_cast<double>(bytes) * reps / us / 1e3);
+    }
   }
-  return median(rates);
+  std::vector<double> medians;
+  for (auto& r : rates) medians.push_back(median(r));
+  return medians;
 }
 
 }  // namespace
@@ -75,13 +84,10 @@ int main(int argc, char** argv) {
                         DataType::kFloat16, DataType::kBFloat16}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
       for (std::size_t bytes : {std::size_t{128} << 10, std::size_t{32} << 20}) {
-        const double base = throughput(kernels::Isa::kBaseline, type, op, bytes, batches);
+        const std::vector<double> rate = throughput(builds, type, op, bytes, batches);
         std::printf("%-9s %-4s %8zuK %10.2f", std::string(dataTypeName(type)).c_str(),
-                    std::string(reduceOpName(op)).c_str(), bytes >> 10, base);
-        if (builds.size() > 1) {
-          const double best = throughput(builds.back(), type, op, bytes, batches);
-          std::printf(" %10.2f %7.2f", best, best / base);
-        }
+                    std::string(reduceOpName(op)).c_str(), bytes >> 10, rate[0]);
+        if (builds.size() > 1) std::printf(" %10.2f %7.2f", rate[1], rate[1] / rate[0]);
         std::printf("\n");
         std::fflush(stdout);
       }
