@@ -17,9 +17,11 @@ void divideAvx2(DataType type, void* data, std::size_t count, int contributors);
 
 Isa bestIsa() {
 #if defined(FTCOMM_REDUCTION_AVX2)
-  static const Isa best = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")
-                              ? Isa::kAvx2
-                              : Isa::kBaseline;
+  static const Isa best = [] {
+    __builtin_cpu_init();  // in case this runs before the runtime's own constructor did it
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? Isa::kAvx2
+                                                                            : Isa::kBaseline;
+  }();
   return best;
 #else
   return Isa::kBaseline;
