@@ -9,6 +9,8 @@ namespace ftcomm::algorithms {
 
 namespace kernels {
 
+constexpr std::size_t kSmallCount = 64;
+
 #if defined(FTCOMM_REDUCTION_AVX2)
 void reduceAvx2(DataType type, ReduceOp op, void* out, const void* a, const void* b,
                 std::size_t count);
@@ -68,7 +70,13 @@ Status reduceInto(DataType type, ReduceOp op, void* inout, const void* in, std::
 Status reduceFrom(DataType type, ReduceOp op, void* out, const void* a, const void* b,
                   std::size_t count) {
   FTCOMM_RETURN_IF_ERROR(checkReduction(type, op));
-  kernels::reduce(kernels::bestIsa(), type, op, out, a, b, count);
+  // A few elements (a small allreduce's) stay in this build: the call into the other and its
+  // wider loops' set-up cost more than they save (both give the same bits).
+  if (count < kernels::kSmallCount) {
+    kernels::reduceAny(type, op, out, a, b, count);
+  } else {
+    kernels::reduce(kernels::bestIsa(), type, op, out, a, b, count);
+  }
   return Status::Ok();
 }
 
