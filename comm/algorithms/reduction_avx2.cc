@@ -1,5 +1,11 @@
 // The reduction kernels compiled with AVX2 and F16C (CMakeLists.txt sets the flags for this file
 // only); reduction.cc calls them where the processor has both.
+//
+// This file must define no symbol but the two below: any inline function of another header that
+// the compiler emitted here out of line (a weak symbol) could be the copy the linker keeps for
+// the whole program, AVX2 instructions included, on a processor without them. Keep to what
+// reduction_kernels.h holds; `nm -C` of the object lists only reduceAvx2 and divideAvx2 as
+// global (2026-12-01).
 #include "algorithms/reduction_kernels.h"
 
 #if !defined(__AVX2__) || !defined(__F16C__)
