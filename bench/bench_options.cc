@@ -15,7 +15,7 @@ namespace {
             << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
                "alltoall|put|get [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] "
                "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json] "
-               "[--dtype float32|float16|bfloat16]\n";
+               "[--dtype float32|float16|bfloat16] [--reduce-op sum|avg]\n";
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
 }
@@ -62,6 +62,8 @@ Options parse(int argc, char** argv) {
       o.json = true;
     else if (flag == "--dtype")
       o.dtype = value();
+    else if (flag == "--reduce-op")
+      o.reduceOp = value();
     else if (flag == "--compare") {
       const std::string list = value();
       for (std::size_t at = 0; at <= list.size();) {
@@ -89,9 +91,13 @@ Options parse(int argc, char** argv) {
   }
   if (o.dtype != "float32" && o.dtype != "float16" && o.dtype != "bfloat16")
     usage("--dtype takes float32, float16 or bfloat16, not '" + o.dtype + "'");
+  if (o.reduceOp != "sum" && o.reduceOp != "avg")
+    usage("--reduce-op takes sum or avg, not '" + o.reduceOp + "'");
   for (const std::string& peer : o.peers) {
     if (o.dtype != "float32" && (peer == "mpi" || peer == "gloo"))
       usage("--compare " + peer + " takes float32 only (OpenMPI has no 16-bit float type)");
+    if (o.reduceOp != "sum" && (peer == "mpi" || peer == "gloo"))
+      usage("--compare " + peer + " takes --reduce-op sum only (MPI has no average)");
   }
   if (oneSided && o.dtype != "float32") usage("--dtype does not go with --op " + o.op);
   if (o.minBytes == 0 || o.minBytes > o.maxBytes) usage("need 0 < min-bytes <= max-bytes");

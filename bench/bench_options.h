@@ -17,6 +17,7 @@ struct Options {
   std::vector<std::string> peers;  // "mpi", "gloo", "recorder-off", in the order given
   bool json = false;
   std::string dtype = "float32";  // or float16, bfloat16 (the peers take float32 only)
+  std::string reduceOp = "sum";   // or avg (ftcomm alone: MPI has no average)
 };
 
 // Parses argv; bad usage aborts the MPI job with exit code 2 and a usage message.

@@ -3,11 +3,13 @@
 //   mpirun -np N ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|alltoall
 //          [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check]
 //          [--compare mpi,gloo,recorder-off] [--json] [--dtype float32|float16|bfloat16]
+//          [--reduce-op sum|avg]
 //   mpirun -np 2 ftcomm-bench --op put|get [--compare ucx,ucx-peer] ...   (rma_bench.cc)
 //
 // Sizes follow nccl-tests: the bytes of the whole vector (allreduce, broadcast, reduce) or of
 // the whole result / input (allgather, reducescatter, alltoall), float32 elements unless --dtype
-// names float16 or bfloat16 (ftcomm alone: the peers take float32 only). Time is the
+// names float16 or bfloat16 (ftcomm alone: the peers take float32 only); the reductions sum
+// unless --reduce-op avg (ftcomm alone too). Time is the
 // slowest rank's mean per iteration; algbw = bytes / time; busbw = algbw times nccl-tests'
 // factor (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; others 1).
 // --check first runs the operation on the same random inputs through ftcomm and MPI and
@@ -94,13 +96,12 @@ std::string rendezvous(int rank, const char* self, pid_t* server) {
 }
 
 Status runFtcomm(Communicator& c, const std::string& op, DataType dtype, const void* send,
-                 void* recv, std::size_t count) {
-  if (op == "allreduce") return c.allReduce(send, recv, count, dtype, ReduceOp::kSum).wait();
+                 void* recv, std::size_t count, ReduceOp reduceOp = ReduceOp::kSum) {
+  if (op == "allreduce") return c.allReduce(send, recv, count, dtype, reduceOp).wait();
   if (op == "broadcast") return c.broadcast(recv, count, dtype, 0).wait();
-  if (op == "reduce") return c.reduce(send, recv, count, dtype, ReduceOp::kSum, 0).wait();
+  if (op == "reduce") return c.reduce(send, recv, count, dtype, reduceOp, 0).wait();
   if (op == "allgather") return c.allGather(send, recv, count, dtype).wait();
-  if (op == "reducescatter")
-    return c.reduceScatter(send, recv, count, dtype, ReduceOp::kSum).wait();
+  if (op == "reducescatter") return c.reduceScatter(send, recv, count, dtype, reduceOp).wait();
   return c.allToAll(send, recv, count, dtype).wait();
 }
 
@@ -248,6 +249,7 @@ int main(int argc, char** argv) {
                          : o.dtype == "bfloat16" ? DataType::kBFloat16
                                                  : DataType::kFloat32;
   const std::size_t elementBytes = dataTypeSize(dtype);
+  const ReduceOp reduceOp = o.reduceOp == "avg" ? ReduceOp::kAvg : ReduceOp::kSum;
   for (std::size_t bytes = o.minBytes; !isOneSided(o.op) && bytes <= o.maxBytes; bytes *= 2) {
     const Shape s = shapeOf(o.op, bytes, n, elementBytes);
     std::string verdict;
@@ -273,7 +275,8 @@ int main(int argc, char** argv) {
     void* ftRecv = elementBytes == 2 ? static_cast<void*>(recv16.data()) : recv.data();
     Status last;
     auto ftcommOnce = [&] {
-      if (Status st = runFtcomm(c, o.op, dtype, ftSend, ftRecv, s.count); !st.ok()) last = st;
+      if (Status st = runFtcomm(c, o.op, dtype, ftSend, ftRecv, s.count, reduceOp); !st.ok())
+        last = st;
     };
     std::vector<Column> columns;
     columns.push_back({"ftcomm", ftcommOnce, {}});
