@@ -168,6 +168,48 @@ TEST_CASE("binomial reduce leaves the reduction on the root only, from any root"
   }
 }
 
+TEST_CASE("every reduce algorithm leaves the average on the root, split among the ranks or not") {
+  for (const AlgorithmInfo* each : algorithmsOf(Collective::kReduce)) {
+    const AlgorithmInfo& algorithm = *each;
+    INFO(algorithm.name);
+    // 131075 floats pass the size from which the direct reduce splits the work among the ranks.
+    for (std::size_t count : {std::size_t{257}, std::size_t{131075}}) {
+      for (int ranks = 1; ranks <= 5; ++ranks) {
+        for (int root : {0, ranks - 1}) {
+          LocalFabric fabric(ranks);
+          std::vector<std::vector<float>> in(static_cast<std::size_t>(ranks)), out(in.size());
+          std::vector<float> sum(count, 0.0f);  // small integers: every order of adding is exact
+          std::vector<std::unique_ptr<CollectiveTask>> tasks;
+          for (int r = 0; r < ranks; ++r) {
+            auto& mine = in[static_cast<std::size_t>(r)];
+            for (std::size_t i = 0; i < count; ++i) {
+              mine.push_back(static_cast<float>((i * 7 + static_cast<std::size_t>(r) * 13) % 101));
+              sum[i] += mine.back();
+            }
+            out[static_cast<std::size_t>(r)].assign(count, -1.0f);
+            CollectiveArgs args;
+            args.dtype = DataType::kFloat32;
+            args.op = ReduceOp::kAvg;
+            args.count = count;
+            args.root = root;
+            args.send = mine.data();
+            args.recv = out[static_cast<std::size_t>(r)].data();
+            tasks.push_back(algorithm.make(fabric.transport(r), args));
+          }
+          INFO("ranks=" << ranks << " root=" << root << " count=" << count);
+          REQUIRE(runAll(fabric, tasks).toString() == "OK");
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < count; ++i) {
+            if (out[static_cast<std::size_t>(root)][i] != sum[i] / static_cast<float>(ranks))
+              ++wrong;
+          }
+          CHECK(wrong == 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("ring reduce-scatter leaves block r of the reduction on rank r") {
   for (const AlgorithmInfo* each : algorithmsOf(Collective::kReduceScatter)) {
     const AlgorithmInfo& algorithm = *each;

@@ -8,7 +8,8 @@
 //                  the root reads and reduces every input alone;
 //   allToAll:      reads from each peer the block meant for it.
 // Reductions go in 128 KiB pieces through a scratch buffer that stays in cache
-// (DirectTask::foldPeerInputs).
+// (DirectTask::foldPeerInputs), and an average is divided there, each rank its own part: the
+// slices the others read are already averages.
 #include <algorithm>
 #include <cstring>
 
@@ -55,8 +56,6 @@ class DirectAllReduce final : public DirectTask {
     }
     return Status::Ok();
   }
-  Result<bool> finish() override { return finishReduction(args_.recv, args_.count); }
-
   const Slices slices_;
 };
 
@@ -119,7 +118,7 @@ class DirectReduceScatter final : public DirectTask {
   }
   Result<bool> finish() override {
     if (staged_) transport::copyBytes(args_.recv, staged_.get(), args_.count * elementBytes_);
-    return finishReduction(args_.recv, args_.count);
+    return true;
   }
 
   Staging staged_;
@@ -168,10 +167,6 @@ class DirectReduce final : public DirectTask {
       }
     }
     return Status::Ok();
-  }
-  Result<bool> finish() override {
-    if (rank_ != args_.root) return true;
-    return finishReduction(args_.recv, args_.count);
   }
   const void* published() const override {
     return rank_ == args_.root || !split_ ? args_.recv : staged_.get();

@@ -20,7 +20,7 @@ Status DirectTask::foldPeerInputs(std::byte* into, const std::byte* own, std::ui
                                   std::size_t bytes) {
   if (n_ == 1) {
     if (own != into && bytes > 0) transport::copyBytes(into, own, bytes);
-    return Status::Ok();
+    return averaged(into, bytes);
   }
   const std::size_t pieceBytes = kPiece / elementBytes_ * elementBytes_;
   // Uninitialized: zeroing it would cost as much as a small collective.
@@ -35,8 +35,14 @@ Status DirectTask::foldPeerInputs(std::byte* into, const std::byte* own, std::ui
                                         now / elementBytes_));
       first = into + done;
     }
+    FTCOMM_RETURN_IF_ERROR(averaged(into + done, now));  // while the piece is in cache
   }
   return Status::Ok();
+}
+
+Status DirectTask::averaged(std::byte* sums, std::size_t bytes) const {
+  if (args_.op != ReduceOp::kAvg || bytes == 0) return Status::Ok();
+  return finishAverage(args_.dtype, sums, bytes / elementBytes_, n_);
 }
 
 void DirectTask::tellPeers(int stage) {

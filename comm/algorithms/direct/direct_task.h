@@ -43,7 +43,8 @@ class DirectTask : public TaskBase {
   // Writes this rank's `own` bytes reduced with every peer's input [offset, offset + bytes) of
   // its send buffer into `into`, in cache-sized pieces through a scratch buffer. The first
   // peer's piece is reduced with `own` straight into `into`, so `own` is never copied first.
-  // `own` may be `into`.
+  // `own` may be `into`. An average comes out divided (each piece right after its sum, while
+  // it is in cache): the tasks' results need no pass of finishReduction.
   Status foldPeerInputs(std::byte* into, const std::byte* own, std::uint64_t offset,
                         std::size_t bytes);
   std::uint64_t peerSend(int peer) const { return notice(0, peer).send; }
@@ -66,6 +67,9 @@ class DirectTask : public TaskBase {
   }
   void tellPeers(int stage);
   Status checkStage(int stage) const;
+
+  // Divides `bytes` of sums by the rank count where the operation is an average.
+  Status averaged(std::byte* sums, std::size_t bytes) const;
 
   std::unique_ptr<std::byte[]> scratch_;  // foldPeerInputs'; uninitialized
   const int rounds_;
