@@ -56,7 +56,7 @@ class RabenseifnerAllReduce final : public TaskBase {
           mask_ = fold_.p / 2;
           lo_ = 0;
           hi_ = fold_.p;
-          if (!postHalving()) startDoubling();
+          if (!postHalving()) FTCOMM_RETURN_IF_ERROR(startDoubling());
           break;
         case Phase::kHalving:
           FTCOMM_RETURN_IF_ERROR(reduceInto(args_.dtype, args_.op, recvBytes(elementOf(keptLo_)),
@@ -66,7 +66,7 @@ class RabenseifnerAllReduce final : public TaskBase {
           lo_ = keptLo_;
           hi_ = keptHi_;
           mask_ /= 2;
-          if (!postHalving()) startDoubling();
+          if (!postHalving()) FTCOMM_RETURN_IF_ERROR(startDoubling());
           break;
         case Phase::kDoubling:
           if (!postDoubling()) {
@@ -78,7 +78,7 @@ class RabenseifnerAllReduce final : public TaskBase {
           }
           break;
         case Phase::kUnfold:
-          return finishReduction(args_.recv, args_.count);
+          return true;  // averages were divided where the halving ended (startDoubling)
         case Phase::kStart:
           break;
       }
@@ -118,10 +118,15 @@ class RabenseifnerAllReduce final : public TaskBase {
     return true;
   }
 
-  void startDoubling() {
+  // The halving left this rank its range fully reduced: an average is divided there, so the
+  // doubling passes on averages and no rank divides the whole vector.
+  Status startDoubling() {
+    FTCOMM_RETURN_IF_ERROR(
+        finishReduction(recvBytes(elementOf(lo_)), elementOf(hi_) - elementOf(lo_)).status());
     phase_ = Phase::kDoubling;
     mask_ = 1;
     postDoubling();
+    return Status::Ok();
   }
 
   // Retraces the halving: sends the range this rank holds, receives the partner's other half.

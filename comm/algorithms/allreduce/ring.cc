@@ -8,7 +8,8 @@
 // right as soon as it is reduced, while the next one is still arriving, so reductions overlap
 // the transfers instead of alternating with them. Receives are posted in unit order (the left
 // neighbour sends in unit order, and one tag matches in order), at most kDepth ahead of the
-// last consumed one; reduce-scatter segments land in a kDepth-slot scratch ring.
+// last consumed one; reduce-scatter segments land in a kDepth-slot scratch ring. An average is
+// divided by each rank on its own chunk, segment by segment, before the allgather.
 #include <deque>
 #include <vector>
 
@@ -63,8 +64,7 @@ class RingAllReduce final : public TaskBase {
         ++sendsDone_;
         moved = true;
       }
-      if (consumed_ == units_ && sendsDone_ == units_)
-        return finishReduction(args_.recv, args_.count);
+      if (consumed_ == units_ && sendsDone_ == units_) return true;  // averages: consume()
       if (!moved) return false;
     }
   }
@@ -129,10 +129,15 @@ class RingAllReduce final : public TaskBase {
     sends_.push_back(
         transport_.send(right(), args_.tag, recvBytes(p.start), p.count * elementBytes_));
   }
+  // The last reduce-scatter step completes a segment of the chunk this rank owns: an average is
+  // divided there, before the allgather sends it on, so no rank divides the whole vector.
   Status consume(std::size_t unit) {
     if (!inReduceScatter(unit)) return Status::Ok();  // received in place
     const Piece p = recvPiece(unit);
-    return reduceInto(args_.dtype, args_.op, recvBytes(p.start), scratchSlot(unit), p.count);
+    FTCOMM_RETURN_IF_ERROR(
+        reduceInto(args_.dtype, args_.op, recvBytes(p.start), scratchSlot(unit), p.count));
+    if (stepOf(unit) != n_ - 2) return Status::Ok();
+    return finishReduction(recvBytes(p.start), p.count).status();
   }
 
   int right() const { return wrap(rank_ + 1); }
