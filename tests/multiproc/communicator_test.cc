@@ -245,20 +245,33 @@ TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buf
   // each of 2 ranks to a core of its own, and the watcher must not share rank 1's (there the
   // copy ran on for whole time slices, past the end of its own block and into the read of rank
   // 0's, before the watcher saw it: 2-6 runs in 8 failed so on a 2-core EPYC, Linux 6.18).
+  //
+  // On a loaded machine the watcher may be scheduled too late, after rank 1 read rank 0's block
+  // (rank0=right): that run cannot tell, so the scenario runs again, up to 3 times. A copy that
+  // was right may come back with any status; a wrong one never with OK.
   for (const std::string inlineForm : {"1", "0"}) {
-    auto results = run("reclaim", 2, {"FTCOMM_INLINE=" + inlineForm}, {"--bind-to", "none"});
-    INFO("FTCOMM_INLINE=" << inlineForm << ": " << results[0] << " / " << results[1]);
-    CHECK_THAT(results[0],
-               Catch::StartsWith("OK status=Timeout") || Catch::StartsWith("OK status=PeerFailed"));
-    CHECK_THAT(results[1], Catch::Contains("stopped=yes") && Catch::Contains("rank0=wrong"));
-    if (inlineForm == "1") {
-      // Only the read can tell: nothing else runs between the copy and the return.
-      CHECK_THAT(results[1], Catch::StartsWith("OK status=Revoked") &&
-                                 Catch::Contains("rank 0 took back the buffer being read"));
-    } else {
-      // The engine may see rank 0's failure notice before it finishes the task.
-      CHECK_THAT(results[1],
-                 Catch::StartsWith("OK status=Revoked") || Catch::StartsWith("OK status=Timeout"));
+    bool exercised = false;
+    for (int attempt = 0; attempt < 3 && !exercised; ++attempt) {
+      auto results = run("reclaim", 2, {"FTCOMM_INLINE=" + inlineForm}, {"--bind-to", "none"});
+      INFO("FTCOMM_INLINE=" << inlineForm << ", attempt " << attempt << ": " << results[0] << " / "
+                            << results[1]);
+      CHECK_THAT(results[0], Catch::StartsWith("OK status=Timeout") ||
+                                 Catch::StartsWith("OK status=PeerFailed"));
+      REQUIRE_THAT(results[1], Catch::StartsWith("OK status=") && Catch::Contains("stopped=yes"));
+      if (results[1].find("rank0=right") != std::string::npos) continue;  // stopped too late
+      exercised = true;
+      CHECK_THAT(results[1], Catch::Contains("rank0=wrong"));
+      if (inlineForm == "1") {
+        // Only the read can tell: nothing else runs between the copy and the return.
+        CHECK_THAT(results[1], Catch::StartsWith("OK status=Revoked") &&
+                                   Catch::Contains("rank 0 took back the buffer being read"));
+      } else {
+        // The engine may see rank 0's failure notice before it finishes the task.
+        CHECK_THAT(results[1], Catch::StartsWith("OK status=Revoked") ||
+                                   Catch::StartsWith("OK status=Timeout"));
+      }
     }
+    INFO("FTCOMM_INLINE=" << inlineForm);
+    CHECK(exercised);  // the watcher stopped rank 1 before its read in one of the runs
   }
 }
