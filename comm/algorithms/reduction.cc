@@ -2,8 +2,8 @@
 
 #include <string>
 
+#include "algorithms/reduction_by_type.h"
 #include "algorithms/reduction_isa.h"
-#include "algorithms/reduction_kernels.h"
 
 namespace ftcomm::algorithms {
 

@@ -4,9 +4,9 @@
 // This file must define no symbol but the two below: any inline function of another header that
 // the compiler emitted here out of line (a weak symbol) could be the copy the linker keeps for
 // the whole program, AVX2 instructions included, on a processor without them. Keep to what
-// reduction_kernels.h holds; a ctest test ("build: the AVX2 reduction kernels define no symbol
-// but their own", tests/build_checks/avx2_symbols.sh) reads the object's symbols.
-#include "algorithms/reduction_kernels.h"
+// the kernel headers (reduction_by_type.h) hold; a ctest test ("build: the AVX2 reduction kernels
+// define no symbol but their own", tests/build_checks/avx2_symbols.sh) reads the object's symbols.
+#include "algorithms/reduction_by_type.h"
 
 #if !defined(__AVX2__) || !defined(__F16C__)
 #error "reduction_avx2.cc must be compiled with -mavx2 -mf16c"

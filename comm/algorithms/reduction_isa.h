@@ -1,4 +1,4 @@
-// Which build of the reduction kernels (reduction_kernels.h) runs: the baseline one, or on x86-64
+// Which build of the reduction kernels (reduction_by_type.h) runs: the baseline one, or on x86-64
 // processors with AVX2 and F16C the one compiled for them (reduction_avx2.cc), chosen once per
 // process. The 16-bit float sums gain the most: 128 KiB in cache on the EPYC VM, float16 went
 // from 0.5 to 15-23 GB/s of output and bfloat16 from 2.6 to 16 GB/s (float32: 27-34 GB/s in
