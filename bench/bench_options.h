@@ -18,6 +18,7 @@ struct Options {
   bool json = false;
   std::string dtype = "float32";  // or float16, bfloat16 (the peers take float32 only)
   std::string reduceOp = "sum";   // or avg (ftcomm alone: MPI has no average)
+  std::string memory = "heap";    // or allocmem: every library's buffers from ftcomm::allocMem
 };
 
 // Parses argv; bad usage aborts the MPI job with exit code 2 and a usage message.

@@ -3,7 +3,7 @@
 //   mpirun -np N ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|alltoall
 //          [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check]
 //          [--compare mpi,gloo,recorder-off] [--json] [--dtype float32|float16|bfloat16]
-//          [--reduce-op sum|avg]
+//          [--reduce-op sum|avg] [--memory heap|allocmem]
 //   mpirun -np 2 ftcomm-bench --op put|get [--compare ucx,ucx-peer] ...   (rma_bench.cc)
 //
 // Sizes follow nccl-tests: the bytes of the whole vector (allreduce, broadcast, reduce) or of
@@ -14,6 +14,9 @@
 // factor (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; others 1).
 // --check first runs the operation on the same random inputs through ftcomm and MPI and
 // compares: int32 results must be identical, float32 within 1e-5 relative.
+// --memory allocmem: the timed buffers of ftcomm and OpenMPI both come from ftcomm::allocMem
+// (ftcomm/memory.h), which same-host peers of ftcomm read from a mapping; heap (the default):
+// from operator new.
 //
 // Each size is timed in R rounds (default 5), ftcomm and the peer alternating, and the median
 // round of each is reported, so that a noisy machine moves both sides alike. Without --iters a
@@ -47,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_buffer.h"
 #include "bench_options.h"
 #include "ftcomm/communicator.h"
 #include "gloo_peer.h"
@@ -265,14 +269,15 @@ int main(int argc, char** argv) {
     const int iters = o.iters > 0
                           ? o.iters
                           : static_cast<int>(std::clamp<std::size_t>((64u << 20) / bytes, 5, 1000));
-    std::vector<float> send(s.sendElems, 1.0f), recv(s.recvElems, 0.0f);
+    const bool allocMem = o.memory == "allocmem";
+    BenchBuffer send(s.sendElems, 1.0f, allocMem), recv(s.recvElems, 0.0f, allocMem);
     std::vector<float> glooSend(s.sendElems, 1.0f), glooRecv(s.recvElems, 0.0f);
     // A 16-bit type's buffers hold 1.0 in that type (the peers take float32 only).
     const std::uint16_t one16 = dtype == DataType::kFloat16 ? 0x3c00 : 0x3f80;
-    std::vector<std::uint16_t> send16(elementBytes == 2 ? s.sendElems : 0, one16),
-        recv16(elementBytes == 2 ? s.recvElems : 0, 0);
-    void* ftSend = elementBytes == 2 ? static_cast<void*>(send16.data()) : send.data();
-    void* ftRecv = elementBytes == 2 ? static_cast<void*>(recv16.data()) : recv.data();
+    BenchBuffer send16(elementBytes == 2 ? s.sendElems : 0, one16, allocMem),
+        recv16(elementBytes == 2 ? s.recvElems : 0, std::uint16_t{0}, allocMem);
+    void* ftSend = elementBytes == 2 ? send16.data() : send.data();
+    void* ftRecv = elementBytes == 2 ? recv16.data() : recv.data();
     Status last;
     auto ftcommOnce = [&] {
       if (Status st = runFtcomm(c, o.op, dtype, ftSend, ftRecv, s.count, reduceOp); !st.ok())

@@ -34,6 +34,12 @@ namespace ftcomm::transport {
 
 using Clock = std::chrono::steady_clock;
 
+// A view of a peer's memory mapped into this process (Transport::viewPeer).
+struct PeerView {
+  std::shared_ptr<const void> keep;
+  const std::byte* data = nullptr;
+};
+
 struct MessageTag {
   static constexpr std::uint32_t kMaxSlot = (1u << 28) - 1;
   MessageTag() = default;
@@ -115,6 +121,14 @@ class Transport {
     return failedPrecondition("this transport cannot read the memory of rank " +
                               std::to_string(peer));
   }
+  // The peer's `bytes` at `address` mapped into this process, to be read in place (the peer's
+  // ftcomm::allocMem memory on the same host): `data` stays valid while `keep` lives. Null data
+  // where the memory is reached through readPeer only. What was read through a view is what the
+  // peer lent only if checkPeerLoan is Ok after the reads, as readPeer checks its copies.
+  virtual PeerView viewPeer(int /*peer*/, std::uint64_t /*address*/, std::size_t /*bytes*/) {
+    return {};
+  }
+  virtual Status checkPeerLoan(int /*peer*/, std::uint32_t /*mark*/) const { return Status::Ok(); }
   // What goes out beside the address of a buffer this rank lends to readPeer; and taking back
   // every buffer it lent (an operation failed and returns them to the caller before the readers
   // said they were done): reads of them that have not finished fail from then on.

@@ -31,16 +31,32 @@ bool transportIsUcx() {
   return transport != nullptr && std::string(transport) == "ucx";
 }
 
-std::vector<std::string> run(const std::string& scenario, int ranks,
-                             std::vector<std::string> env = {},
-                             std::vector<std::string> mpirunOptions = {}) {
+MpiJob job(const std::string& scenario, int ranks, std::vector<std::string> env = {},
+           std::vector<std::string> mpirunOptions = {}) {
   MpiJob job;
   job.ranks = ranks;
   job.command = {binary("ftcomm-test-comm"), "--scenario", scenario};
   job.env = std::move(env);
   job.mpirunOptions = std::move(mpirunOptions);
   job.timeout = 240s;
-  return runMpiJob(job);
+  return job;
+}
+
+std::vector<std::string> run(const std::string& scenario, int ranks,
+                             std::vector<std::string> env = {},
+                             std::vector<std::string> mpirunOptions = {}) {
+  return runMpiJob(job(scenario, ranks, std::move(env), std::move(mpirunOptions)));
+}
+
+// The same with the scenario's buffers from ftcomm::allocMem (`memory` "allocmem") or the heap.
+std::vector<std::string> runWithMemory(const std::string& memory, const std::string& scenario,
+                                       int ranks, std::vector<std::string> env = {},
+                                       std::vector<std::string> mpirunOptions = {},
+                                       bool keepSurvivors = false) {
+  MpiJob j = job(scenario, ranks, std::move(env), std::move(mpirunOptions));
+  j.command.insert(j.command.end(), {"--memory", memory});
+  j.keepSurvivors = keepSurvivors;
+  return runMpiJob(j);
 }
 
 }  // namespace
@@ -249,12 +265,17 @@ TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buf
   // On a loaded machine the watcher may be scheduled too late, after rank 1 read rank 0's block
   // (rank0=right): that run cannot tell, so the scenario runs again, up to 3 times. A copy that
   // was right may come back with any status; a wrong one never with OK.
-  for (const std::string inlineForm : {"1", "0"}) {
+  //
+  // With buffers from allocMem too, which rank 1 copies from its own mapping of rank 0's memory
+  // instead of with cross-memory attach: only the loan check after the copy can tell.
+  for (const auto& [memory, inlineForm] : std::vector<std::pair<std::string, std::string>>{
+           {"heap", "1"}, {"heap", "0"}, {"allocmem", "1"}, {"allocmem", "0"}}) {
     bool exercised = false;
     for (int attempt = 0; attempt < 3 && !exercised; ++attempt) {
-      auto results = run("reclaim", 2, {"FTCOMM_INLINE=" + inlineForm}, {"--bind-to", "none"});
-      INFO("FTCOMM_INLINE=" << inlineForm << ", attempt " << attempt << ": " << results[0] << " / "
-                            << results[1]);
+      auto results = runWithMemory(memory, "reclaim", 2, {"FTCOMM_INLINE=" + inlineForm},
+                                   {"--bind-to", "none"});
+      INFO(memory << " memory, FTCOMM_INLINE=" << inlineForm << ", attempt " << attempt << ": "
+                  << results[0] << " / " << results[1]);
       CHECK_THAT(results[0], Catch::StartsWith("OK status=Timeout") ||
                                  Catch::StartsWith("OK status=PeerFailed"));
       REQUIRE_THAT(results[1], Catch::StartsWith("OK status=") && Catch::Contains("stopped=yes"));
@@ -271,7 +292,35 @@ TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buf
                                    Catch::StartsWith("OK status=Timeout"));
       }
     }
-    INFO("FTCOMM_INLINE=" << inlineForm);
+    INFO(memory << " memory, FTCOMM_INLINE=" << inlineForm);
     CHECK(exercised);  // the watcher stopped rank 1 before its read in one of the runs
+  }
+}
+
+TEST_CASE(
+    "shared memory: buffers from allocMem give every collective's right result at 2-4 ranks") {
+  for (int ranks : {2, 3, 4}) {
+    for (const auto& result : runWithMemory("allocmem", "collectives", ranks)) {
+      INFO("ranks=" << ranks);
+      CHECK_THAT(result, Catch::StartsWith("OK"));
+    }
+  }
+}
+
+TEST_CASE(
+    "shared memory: a rank killed while the others read its buffers fails them, never with a "
+    "wrong block") {
+  // The others may already have read the victim's block of the allgather it died in; they then
+  // wait for its word that it is done, which never comes. From allocMem's memory they read it
+  // from their own mapping, which outlives the victim (no ESRCH, as cross-memory attach gives):
+  // the victim's pidfd must fail them all the same.
+  for (const std::string memory : {"allocmem", "heap"}) {
+    auto results = runWithMemory(memory, "killed-lender", 3, {}, {}, /*keepSurvivors=*/true);
+    for (int r = 0; r < 2; ++r) {
+      INFO(memory << " memory, rank " << r << ": " << results[static_cast<std::size_t>(r)]);
+      CHECK_THAT(results[static_cast<std::size_t>(r)],
+                 Catch::StartsWith("OK failed_at=") && Catch::Contains("rank 2"));
+    }
+    CHECK(results[2] == "missing");
   }
 }

@@ -10,12 +10,14 @@
 #include <numeric>
 #include <vector>
 
+#include "shm_domain_pair.h"
 #include "transport/shm/shm_access.h"
 #include "transport/shm/shm_domain.h"
 #include "transport/shm/shm_segment.h"
 
 using namespace ftcomm;
 using namespace ftcomm::shm;
+using testing::DomainPair;
 using transport::MessageTag;
 using transport::OpKind;
 using transport::OpSignature;
@@ -30,38 +32,6 @@ Record eager(std::uint32_t slot, std::size_t bytes) {
   r.bytes = bytes;
   return r;
 }
-
-// Ranks 0 and 1 of epoch 7, both in this process.
-struct DomainPair {
-  DomainPair() {
-    wake[0] = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    wake[1] = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    for (int r = 0; r < 2; ++r) {
-      auto created = ShmDomain::create(r, 2, 7, wake[r], ShmGeometry{64 * 1024, 4096});
-      REQUIRE(created.ok());
-      domains[r] = std::move(created).value();
-    }
-    const std::vector<std::optional<ShmOffer>> offers = {domains[0]->offer(), domains[1]->offer()};
-    for (auto& domain : domains) REQUIRE(domain->connect(offers, true).toString() == "OK");
-  }
-  ~DomainPair() {
-    domains[0].reset();
-    domains[1].reset();
-    ::close(wake[0]);
-    ::close(wake[1]);
-  }
-  // Progress both until `request` is done (or give up).
-  bool drive(const RequestPtr& request) {
-    for (int i = 0; i < 100000 && !request->done(); ++i) {
-      domains[0]->progress();
-      domains[1]->progress();
-    }
-    return request->done();
-  }
-
-  int wake[2];
-  std::shared_ptr<ShmDomain> domains[2];
-};
 
 const OpSignature kP2p{OpKind::kPointToPoint, 5};
 const OpSignature kSum{OpKind::kAllReduce, 5, 0, 0, -1, 64};

@@ -168,6 +168,7 @@ Status ShmDomain::connect(const std::vector<std::optional<ShmOffer>>& offers, bo
                     "mapping the segment of " + who + ": " + segment.status().message() + hint);
     }
     peer.segment = std::move(segment).value();
+    peer.memory = PeerMemory::open(peer.pidfd, peer.segment.header().regionTable);
     peer.out = RingWriter(&peer.segment, rank_);
     peer.in = RingReader(&own_, m);
     peer.local = true;

@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "transport/shm/mappable_memory.h"
 #include "transport/shm/shm_segment.h"
 #include "transport/transport.h"
 
@@ -99,14 +100,22 @@ class ShmDomain {
                              std::size_t bytes);
   transport::RequestPtr recv(const void* owner, int peer, std::uint16_t channel,
                              transport::MessageTag tag, void* data, std::size_t capacity);
-  // Copies `bytes` at `address` in member `peer`'s process into `into` (process_vm_readv),
-  // lent under `loan` (Revoked if the lender took it back meanwhile).
+  // Copies `bytes` at `address` in member `peer`'s process into `into`, lent under `loan`
+  // (Revoked if the lender took it back meanwhile): from this process's mapping where the
+  // address is in memory the peer got from allocMem (mappable_memory.h), else with
+  // process_vm_readv.
   Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes, Loan loan);
   // The same for a local `member`, from any thread without the mutex: it looks only at the
   // member's pid and segment (fixed once connected) and leaves a failure to the pidfd watch
   // (PeerFailed when the process is gone).
   Status readMember(int member, void* into, std::uint64_t address, std::size_t bytes,
                     Loan loan) const;
+  // `bytes` at `address` of local `member`'s memory, mapped here (Transport::viewPeer); null
+  // data unless the member got it from allocMem. Any thread, like readMember; a read through it
+  // is checked with checkLoan afterwards.
+  transport::PeerView viewMember(int member, std::uint64_t address, std::size_t bytes) const;
+  // After reading `member`'s buffer: Ok, or Revoked if the member took it back meanwhile.
+  Status checkLoan(int member, Loan loan) const;
   // The mark of what this process lends on `channel` now (Loan); and taking back everything it
   // lent there: reads of it that have not finished fail. Any thread, without the mutex.
   std::uint32_t loanMark(std::uint16_t channel) const;
@@ -152,7 +161,8 @@ class ShmDomain {
     pid_t pid = 0;
     int pidfd = -1;
     int wakeFd = -1;
-    Segment segment;  // the peer's, where our ring to it lives
+    Segment segment;                     // the peer's, where our ring to it lives
+    std::unique_ptr<PeerMemory> memory;  // its allocMem regions; null: cross-memory attach only
     RingWriter out;
     RingReader in;  // its ring in our segment
     Status failure;

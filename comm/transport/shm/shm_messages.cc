@@ -270,23 +270,36 @@ Status ShmDomain::readPeer(int peer, void* into, std::uint64_t address, std::siz
 Status ShmDomain::readMember(int member, void* into, std::uint64_t address, std::size_t bytes,
                              Loan loan) const {
   const Peer& lender = peers_[static_cast<std::size_t>(member)];
-  const int error = readFromProcess(lender.pid, into, address, bytes);
-  if (error == 0) {
-    // Whatever the copy saw of writes made after the lender took the buffer back, the count it
-    // raised before them is seen after it (reclaimLoans).
-    std::atomic_thread_fence(std::memory_order_acquire);
-    const auto& reclaimed = lender.segment.header().reclaimed[loan.channel % kLoanChannels];
-    if (reclaimed.load(std::memory_order_relaxed) == loan.mark) return Status::Ok();
-    return Status(StatusCode::kRevoked, "rank " + std::to_string(member) +
-                                            " took back the buffer being read (its side of the "
-                                            "operation failed): what was read may be anything");
+  if (const transport::PeerView view = viewMember(member, address, bytes); view.data != nullptr) {
+    transport::copyBytes(into, view.data, bytes);
+    return checkLoan(member, loan);
   }
+  const int error = readFromProcess(lender.pid, into, address, bytes);
+  if (error == 0) return checkLoan(member, loan);
   if (error == ESRCH) {
     return Status(StatusCode::kPeerFailed,
                   "rank " + std::to_string(member) + " failed: its process exited during a read");
   }
   return internalError("reading " + std::to_string(bytes) + " bytes from rank " +
                        std::to_string(member) + ": " + std::strerror(error));
+}
+
+transport::PeerView ShmDomain::viewMember(int member, std::uint64_t address,
+                                          std::size_t bytes) const {
+  const Peer& lender = peers_[static_cast<std::size_t>(member)];
+  return lender.memory ? lender.memory->find(address, bytes) : transport::PeerView{};
+}
+
+Status ShmDomain::checkLoan(int member, Loan loan) const {
+  // Whatever the copy saw of writes made after the lender took the buffer back, the count it
+  // raised before them is seen after it (reclaimLoans).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const Peer& lender = peers_[static_cast<std::size_t>(member)];
+  const auto& reclaimed = lender.segment.header().reclaimed[loan.channel % kLoanChannels];
+  if (reclaimed.load(std::memory_order_relaxed) == loan.mark) return Status::Ok();
+  return Status(StatusCode::kRevoked, "rank " + std::to_string(member) +
+                                          " took back the buffer being read (its side of the "
+                                          "operation failed): what was read may be anything");
 }
 
 std::uint32_t ShmDomain::loanMark(std::uint16_t channel) const {

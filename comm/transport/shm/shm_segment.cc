@@ -10,6 +10,7 @@
 #include <string>
 
 #include "transport/copy_bytes.h"
+#include "transport/shm/mappable_memory.h"
 #include "transport/shm/peer_mapping.h"
 
 namespace ftcomm::shm {
@@ -58,6 +59,7 @@ Result<Segment> Segment::create(int owner, int members, std::size_t ringBytes,
   header->ringBytes = ringBytes;
   header->members = members;
   header->owner = owner;
+  header->regionTable = MappableMemory::process().tableFd();
   for (int i = 0; i < members; ++i) new (&s.control(i)) RingControl();
   // Default-initialized, not value-initialized: the payloads stay untouched (the memfd is
   // zero-filled and sparse; only slots in use get pages).

@@ -62,12 +62,15 @@ struct alignas(64) RingControl {
 constexpr int kLoanChannels = 64;
 
 struct alignas(64) SegmentHeader {
-  static constexpr std::uint64_t kMagic = 0x66746373686d3032ull;  // "ftcshm02"
+  static constexpr std::uint64_t kMagic = 0x66746373686d3033ull;  // "ftcshm03"
   std::uint64_t magic;
   std::uint64_t epoch;
   std::uint64_t ringBytes;
   std::int32_t members;
   std::int32_t owner;
+  // The owner's table of allocMem regions (mappable_memory.h), as a descriptor of the owner's
+  // process; -1 for none.
+  std::int32_t regionTable;
   // Set by the owner's progress thread before it sleeps; a writer that clears it wakes the owner
   // up, unless threads of the owner are polling (spinners), which find the message themselves.
   alignas(64) std::atomic<std::uint32_t> sleeping{0};

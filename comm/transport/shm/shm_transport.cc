@@ -97,6 +97,17 @@ Status ShmTransport::readPeer(int peer, void* into, std::uint64_t address, std::
   return domain_->readPeer(members_[at], into, address, bytes, shm::Loan{channels_[at], mark});
 }
 
+transport::PeerView ShmTransport::viewPeer(int peer, std::uint64_t address, std::size_t bytes) {
+  if (!canReadPeer(peer) || !peerStatus(peer).ok()) return {};
+  return domain_->viewMember(members_[static_cast<std::size_t>(peer)], address, bytes);
+}
+
+Status ShmTransport::checkPeerLoan(int peer, std::uint32_t mark) const {
+  if (!canReadPeer(peer)) return Transport::checkPeerLoan(peer, mark);
+  const auto at = static_cast<std::size_t>(peer);
+  return domain_->checkLoan(members_[at], shm::Loan{channels_[at], mark});
+}
+
 std::uint32_t ShmTransport::loanMark() const {
   return domain_->loanMark(channels_[static_cast<std::size_t>(rank_)]);
 }

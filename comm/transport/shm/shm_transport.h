@@ -38,6 +38,8 @@ class ShmTransport final : public transport::Transport {
   bool canReadPeer(int peer) const override;
   Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes,
                   std::uint32_t mark) override;
+  transport::PeerView viewPeer(int peer, std::uint64_t address, std::size_t bytes) override;
+  Status checkPeerLoan(int peer, std::uint32_t mark) const override;
   std::uint32_t loanMark() const override;
   void reclaimLoans() override;
   Status peerStatus(int peer) const override;
