@@ -24,8 +24,9 @@ T inputOf(int rank, std::size_t i) {
 
 template <typename T>
 void checkAllReduce(const AlgorithmInfo& algorithm, DataType type, ReduceOp op, int ranks,
-                    std::size_t count, bool inPlace, std::size_t segmentBytes = 0) {
-  LocalFabric fabric(ranks);
+                    std::size_t count, bool inPlace, std::size_t segmentBytes = 0,
+                    bool mappedPeers = false) {
+  LocalFabric fabric(ranks, mappedPeers);
   std::vector<std::vector<T>> in(static_cast<std::size_t>(ranks)), out(in.size());
   std::vector<std::unique_ptr<CollectiveTask>> tasks;
   for (int r = 0; r < ranks; ++r) {
@@ -45,7 +46,7 @@ void checkAllReduce(const AlgorithmInfo& algorithm, DataType type, ReduceOp op, 
   }
   INFO(algorithm.name << " " << dataTypeName(type) << " " << reduceOpName(op) << " ranks=" << ranks
                       << " count=" << count << (inPlace ? " in place" : "")
-                      << " segment=" << segmentBytes);
+                      << " segment=" << segmentBytes << (mappedPeers ? " mapped" : ""));
   Status status = runAll(fabric, tasks);
   REQUIRE(status.toString() == "OK");
   // The reference: rank 0's input folded with each other rank's, in rank order.
@@ -84,6 +85,42 @@ TEST_CASE("every allreduce algorithm matches the reference on 1 to 8 ranks") {
       checkAllReduce<double>(algorithm, DataType::kFloat64, ReduceOp::kMin, ranks, 513, false);
       checkAllReduce<float>(algorithm, DataType::kFloat32, ReduceOp::kAvg, ranks, 4096, false);
     }
+  }
+}
+
+TEST_CASE("the direct allreduce reduces mapped peers' inputs in place to the same result") {
+  // Counts past one 128 KiB piece per rank's slice, so that pieces follow one another.
+  for (const auto& algorithm : allAlgorithms()) {
+    if (algorithm.collective != Collective::kAllReduce || !algorithm.readsPeers) continue;
+    for (int ranks = 1; ranks <= 5; ++ranks) {
+      for (bool inPlace : {false, true}) {
+        checkAllReduce<std::int32_t>(algorithm, DataType::kInt32, ReduceOp::kSum, ranks, 300007,
+                                     inPlace, 0, true);
+      }
+      checkAllReduce<float>(algorithm, DataType::kFloat32, ReduceOp::kAvg, ranks, 100003, false, 0,
+                            true);
+    }
+  }
+}
+
+TEST_CASE("a direct allreduce that read a mapped peer's buffer taken back meanwhile fails") {
+  for (const auto& algorithm : allAlgorithms()) {
+    if (algorithm.collective != Collective::kAllReduce || !algorithm.readsPeers) continue;
+    LocalFabric fabric(3, /*mappedPeers=*/true);
+    fabric.takeBackLoans(1);
+    std::vector<std::vector<float>> data(3, std::vector<float>(100000, 1.0f));
+    std::vector<std::unique_ptr<CollectiveTask>> tasks;
+    for (int r = 0; r < 3; ++r) {
+      CollectiveArgs args;
+      args.dtype = DataType::kFloat32;
+      args.count = data[0].size();
+      args.send = args.recv = data[static_cast<std::size_t>(r)].data();
+      tasks.push_back(algorithm.make(fabric.transport(r), args));
+    }
+    INFO(algorithm.name);
+    const Status status = runAll(fabric, tasks);
+    CHECK(status.code() == StatusCode::kRevoked);
+    CHECK_THAT(status.message(), Catch::Contains("rank 1 took back the buffer"));
   }
 }
 

@@ -23,20 +23,41 @@ Status DirectTask::foldPeerInputs(std::byte* into, const std::byte* own, std::ui
     return averaged(into, bytes);
   }
   const std::size_t pieceBytes = kPiece / elementBytes_ * elementBytes_;
+  // A peer's input mapped here (its allocMem memory) is reduced in place; the others' are
+  // copied in piece by piece.
+  views_.assign(static_cast<std::size_t>(n_), {});
+  bool copies = false;
+  for (int p = 0; p < n_; ++p) {
+    if (p == rank_ || bytes == 0) continue;
+    views_[static_cast<std::size_t>(p)] = transport_.viewPeer(p, peerSend(p) + offset, bytes);
+    copies |= views_[static_cast<std::size_t>(p)].data == nullptr;
+  }
   // Uninitialized: zeroing it would cost as much as a small collective.
-  if (!scratch_ && bytes > 0) scratch_.reset(new std::byte[std::min(pieceBytes, bytes)]);
+  if (!scratch_ && copies) scratch_.reset(new std::byte[std::min(pieceBytes, bytes)]);
   for (std::size_t done = 0; done < bytes; done += pieceBytes) {
     const std::size_t now = std::min(pieceBytes, bytes - done);
     const std::byte* first = own + done;  // what the next peer's piece is reduced with
     for (int p = 0; p < n_; ++p) {
       if (p == rank_) continue;
-      FTCOMM_RETURN_IF_ERROR(read(p, scratch_.get(), peerSend(p) + offset + done, now));
-      FTCOMM_RETURN_IF_ERROR(reduceFrom(args_.dtype, args_.op, into + done, first, scratch_.get(),
-                                        now / elementBytes_));
+      const std::byte* piece = views_[static_cast<std::size_t>(p)].data;
+      if (piece != nullptr) {
+        piece += done;
+      } else {
+        FTCOMM_RETURN_IF_ERROR(read(p, scratch_.get(), peerSend(p) + offset + done, now));
+        piece = scratch_.get();
+      }
+      FTCOMM_RETURN_IF_ERROR(
+          reduceFrom(args_.dtype, args_.op, into + done, first, piece, now / elementBytes_));
       first = into + done;
     }
     FTCOMM_RETURN_IF_ERROR(averaged(into + done, now));  // while the piece is in cache
   }
+  // What was reduced in place was the peers' input only if they had not taken it back.
+  for (int p = 0; p < n_; ++p) {
+    if (views_[static_cast<std::size_t>(p)].data == nullptr) continue;
+    FTCOMM_RETURN_IF_ERROR(transport_.checkPeerLoan(p, notice(0, p).mark));
+  }
+  views_.clear();  // the mappings may go
   return Status::Ok();
 }
 

@@ -41,7 +41,8 @@ class DirectTask : public TaskBase {
                       : transport_.readPeer(peer, into, address, bytes, notice(0, peer).mark);
   }
   // Writes this rank's `own` bytes reduced with every peer's input [offset, offset + bytes) of
-  // its send buffer into `into`, in cache-sized pieces through a scratch buffer. The first
+  // its send buffer into `into`, in cache-sized pieces, read in place where the peer's buffer is
+  // mapped here (Transport::viewPeer), else through a scratch buffer. The first
   // peer's piece is reduced with `own` straight into `into`, so `own` is never copied first.
   // `own` may be `into`. An average comes out divided (each piece right after its sum, while
   // it is in cache): the tasks' results need no pass of finishReduction.
@@ -71,7 +72,8 @@ class DirectTask : public TaskBase {
   // Divides `bytes` of sums by the rank count where the operation is an average.
   Status averaged(std::byte* sums, std::size_t bytes) const;
 
-  std::unique_ptr<std::byte[]> scratch_;  // foldPeerInputs'; uninitialized
+  std::unique_ptr<std::byte[]> scratch_;    // foldPeerInputs'; uninitialized
+  std::vector<transport::PeerView> views_;  // foldPeerInputs': the peers' inputs mapped here
   const int rounds_;
   int stage_ = -1;  // the notices waited for: 0 the addresses, r the end of round r-1
   std::vector<Notice> inbox_, outbox_;
