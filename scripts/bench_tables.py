@@ -9,7 +9,8 @@ import pathlib
 import sys
 
 out = pathlib.Path(sys.argv[1])
-NAMES = {"auto": "shared memory (FTCOMM_TRANSPORT=auto)", "ucx": "UCX (FTCOMM_TRANSPORT=ucx)"}
+NAMES = {"auto": "shared memory (FTCOMM_TRANSPORT=auto)", "ucx": "UCX (FTCOMM_TRANSPORT=ucx)",
+         "allocmem": "shared memory, buffers from ftcomm::allocMem (--memory allocmem)"}
 
 
 def gloo_of(row):
