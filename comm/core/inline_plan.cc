@@ -33,9 +33,15 @@ std::size_t streamChunkBytes() {
 // machine these benchmarks ran on.
 //
 // On AMD EPYC:
-//   - reduce, and broadcast beyond 2 ranks, stream to 2 MiB: a direct reduce or broadcast
-//     copies on one core only, streaming on both. Streaming's speed depends on the run
-//     (BENCHMARKS.md, "Streaming is bimodal"); reduce gained in the median of 8 alternating runs;
+//   - reduce streams to 2 MiB: a direct reduce copies on one core only, streaming on both.
+//     Streaming's speed depends on the run (BENCHMARKS.md, "Streaming is bimodal"); reduce
+//     gained in the median of 8 alternating runs;
+//   - broadcast beyond 2 ranks goes direct past one slot (it streamed to 2 MiB until
+//     2026-12-02): with heap buffers the two were even at 512 KiB-2 MiB at 4 ranks (3-4
+//     alternating runs: 1 MiB 250 against 266 us, 2 MiB 454 against 519, 512 KiB 122 against
+//     133), and with buffers from allocMem, which the readers map, direct was 3.5-4.5x faster
+//     (1 MiB 58-73 against 216-247 us); at 256 KiB heap buffers still streamed faster (50
+//     against 69 us);
 //   - a 2-rank broadcast goes direct (the inline form) as soon as the registry allows it, as on
 //     Intel: streamed, it read 0.55-0.68x OpenMPI from 128 KiB to 2 MiB (and 0.1-0.2x in a
 //     run in streaming's slow mode), direct 0.86-1.19x (1 MiB: 88-104 against 138-190 us;
@@ -78,7 +84,7 @@ std::size_t inlineLimit(Collective collective, int ranks) {
   if (transport::amdProcessor()) {
     switch (collective) {
       case Collective::kBroadcast:
-        return two ? direct : kStreamBytes;
+        return two ? direct : kSlot;
       case Collective::kReduce:
         return kStreamBytes;
       case Collective::kAllReduce:

@@ -153,3 +153,20 @@ TEST_CASE("past 255 live allocations the memory still works, read with cross-mem
   CHECK(mapped == 255);
   CHECK(attached == 45);
 }
+
+TEST_CASE("a large message from an allocMem buffer is copied from the receiver's mapping") {
+  if (!processAccess().ok()) return;
+  DomainPair pair;
+  const transport::OpSignature p2p{transport::OpKind::kPointToPoint, 5};
+  AllocMemBuffer lent(200000);  // past the eager size: announced, then read by the receiver
+  lent.fill(9);
+  std::vector<std::byte> want(lent.data, lent.data + lent.bytes), into(lent.bytes);
+  lent.hide();
+  auto recv = pair.domains[1]->recv(nullptr, 0, 3, {3, 1, p2p}, into.data(), into.size());
+  auto send = pair.domains[0]->send(nullptr, 1, 3, 3, {3, 1, p2p}, lent.data, lent.bytes);
+  REQUIRE(pair.drive(recv));
+  CHECK(recv->status().toString() == "OK");
+  CHECK(into == want);
+  REQUIRE(pair.drive(send));
+  CHECK(send->status().ok());
+}
