@@ -4,6 +4,7 @@
 // read: process_vm_readv then fails (it goes through the lender's page tables), while a copy
 // from the reader's mapping of the same memfd does not.
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -169,4 +170,28 @@ TEST_CASE("a large message from an allocMem buffer is copied from the receiver's
   CHECK(into == want);
   REQUIRE(pair.drive(send));
   CHECK(send->status().ok());
+}
+
+TEST_CASE("a forked child's allocMem and freeMem leave the parent's table alone") {
+  // The child shares the table's pages: had it written there, its free of the parent's buffer
+  // would unlist it, and the parent's peers would read it with cross-memory attach (which the
+  // PROT_NONE below makes fail).
+  if (!processAccess().ok()) return;
+  DomainPair pair;
+  AllocMemBuffer lent(65536);
+  lent.fill(4);
+  std::vector<std::byte> want(lent.data, lent.data + lent.bytes), into(lent.bytes);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    auto more = allocMem(4096);
+    const bool ok = more.ok() && freeMem(*more).ok() && freeMem(lent.data).ok();
+    ::_exit(ok ? 0 : 1);
+  }
+  REQUIRE(child > 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  lent.hide();
+  REQUIRE(readFromRankOne(pair, into.data(), lent.data, lent.bytes).ok());
+  CHECK(into == want);
 }

@@ -59,6 +59,7 @@ MappableMemory::MappableMemory() {
   table_ = new (base) RegionTable();
   table_->magic = RegionTable::kMagic;
   tableFd_ = fd;
+  owner_ = ::getpid();
 }
 
 Result<void*> MappableMemory::allocate(std::size_t bytes) {
@@ -96,7 +97,7 @@ Result<void*> MappableMemory::allocate(std::size_t bytes) {
 }
 
 int MappableMemory::takeEntry() {
-  if (table_ == nullptr) return -1;
+  if (table_ == nullptr || ::getpid() != owner_) return -1;
   const auto used = static_cast<int>(table_->used.load(std::memory_order_relaxed));
   for (int i = 0; i < used; ++i) {
     if (table_->entries[i].base.load(std::memory_order_relaxed) == 0) return i;
@@ -115,7 +116,7 @@ Status MappableMemory::free(void* memory) {
   }
   // Out of the table first: a reader that takes the descriptor from now on finds another inode
   // (or none) and drops it.
-  if (it->entry >= 0) writeEntry(table_->entries[it->entry], 0, 0, 0, -1);
+  if (it->entry >= 0 && ::getpid() == owner_) writeEntry(table_->entries[it->entry], 0, 0, 0, -1);
   ::munmap(it->base, it->length);
   ::close(it->fd);
   allocations_.erase(it);
@@ -203,7 +204,9 @@ std::shared_ptr<const PeerMemory::Mapped> PeerMemory::map(int index, std::uint64
   if (::fstat(taken, &st) == 0 && st.st_ino == inode &&
       static_cast<std::uint64_t>(st.st_size) >= length && seals >= 0 &&
       (seals & F_SEAL_SHRINK) != 0) {
-    data = ::mmap(nullptr, length, PROT_READ, MAP_SHARED | MAP_POPULATE, taken, 0);
+    // Not populated: a region may be far larger than what is read of it (an allocator's pool),
+    // and its pages fault in on first touch, a few at a time (fault-around), once.
+    data = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, taken, 0);
   }
   ::close(taken);
   if (data == MAP_FAILED) return nullptr;

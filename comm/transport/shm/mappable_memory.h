@@ -56,8 +56,8 @@ class MappableMemory {
   static MappableMemory& process();
 
   // Page-aligned, zero-filled memory of at least `bytes` (> 0). When the table is full (255
-  // regions) or cannot be made, the memory is still shared and usable, but peers read it with
-  // cross-memory attach.
+  // regions) or cannot be made, or in a child forked from the process that made it, the memory
+  // is still shared and usable, but peers read it with cross-memory attach.
   Result<void*> allocate(std::size_t bytes);
   // InvalidArgument for a pointer that allocate() did not return (or returned and was freed).
   Status free(void* memory);
@@ -77,6 +77,9 @@ class MappableMemory {
   int takeEntry();  // a free entry of the table, with mu_ held; -1 when full
 
   int tableFd_ = -1;
+  // The process that made the table: a child after fork() shares the table's pages with it and
+  // must not write into them (its allocations stay out of the table, its frees leave it alone).
+  pid_t owner_ = 0;
   RegionTable* table_ = nullptr;
   std::mutex mu_;
   std::vector<Allocation> allocations_;
