@@ -313,14 +313,20 @@ TEST_CASE(
   // The others may already have read the victim's block of the allgather it died in; they then
   // wait for its word that it is done, which never comes. From allocMem's memory they read it
   // from their own mapping, which outlives the victim (no ESRCH, as cross-memory attach gives):
-  // the victim's pidfd must fail them all the same.
+  // the victim's pidfd must fail them all the same. A survivor that sees the death first gives
+  // its buffers back, so the other may fail with Revoked on its read of them instead (the
+  // scenario accepts no other failure); one of them at least names the victim.
   for (const std::string memory : {"allocmem", "heap"}) {
     auto results = runWithMemory(memory, "killed-lender", 3, {}, {}, /*keepSurvivors=*/true);
+    int named = 0;
     for (int r = 0; r < 2; ++r) {
-      INFO(memory << " memory, rank " << r << ": " << results[static_cast<std::size_t>(r)]);
-      CHECK_THAT(results[static_cast<std::size_t>(r)],
-                 Catch::StartsWith("OK failed_at=") && Catch::Contains("rank 2"));
+      const std::string& result = results[static_cast<std::size_t>(r)];
+      INFO(memory << " memory, rank " << r << ": " << result);
+      CHECK_THAT(result, Catch::StartsWith("OK failed_at="));
+      named += result.find("rank 2 failed") != std::string::npos ? 1 : 0;
     }
+    INFO(memory << " memory: " << results[0] << " / " << results[1]);
+    CHECK(named >= 1);
     CHECK(results[2] == "missing");
   }
 }

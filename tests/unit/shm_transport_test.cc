@@ -2,6 +2,7 @@
 // (ranks 0 and 1 of one epoch) that map each other's segments through /proc and read each
 // other's buffers with process_vm_readv, exactly as two processes on one host do.
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -224,4 +225,24 @@ TEST_CASE("the access probe says whether processes may reach into each other, an
   CHECK((access.ok() || (access.code() == StatusCode::kPermissionDenied &&
                          access.message().find("ptrace access") != std::string::npos)));
   CHECK(&shm::processAccess() == &access);  // probed once
+}
+
+TEST_CASE("a read of a buffer its lender took back and unmapped fails with Revoked, not Internal") {
+  // The lender's operation failed, it gave the buffer back, and its caller freed it: the kernel's
+  // copy then finds no memory at the address (EFAULT), which is the loan's failure.
+  DomainPair pair;
+  const std::size_t bytes = 1 << 20;
+  void* lent = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(lent != MAP_FAILED);
+  std::vector<std::byte> into(bytes);
+  const Loan loan{3, pair.domains[1]->loanMark(3)};
+  REQUIRE(::munmap(lent, bytes) == 0);
+  const auto address = reinterpret_cast<std::uint64_t>(lent);
+  // Not taken back: an address the lender does not have is a bug somewhere.
+  CHECK(pair.domains[0]->readPeer(1, into.data(), address, bytes, loan).code() ==
+        StatusCode::kInternal);
+  pair.domains[1]->reclaimLoans(3);
+  const Status s = pair.domains[0]->readPeer(1, into.data(), address, bytes, loan);
+  CHECK(s.code() == StatusCode::kRevoked);
+  CHECK_THAT(s.message(), Catch::Contains("took back the buffer"));
 }

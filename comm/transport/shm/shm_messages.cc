@@ -280,6 +280,9 @@ Status ShmDomain::readMember(int member, void* into, std::uint64_t address, std:
     return Status(StatusCode::kPeerFailed,
                   "rank " + std::to_string(member) + " failed: its process exited during a read");
   }
+  // A lender that took the buffer back may have freed it too (EFAULT): the loan failed, which is
+  // no internal error.
+  if (Status taken = checkLoan(member, loan); !taken.ok()) return taken;
   return internalError("reading " + std::to_string(bytes) + " bytes from rank " +
                        std::to_string(member) + ": " + std::strerror(error));
 }
