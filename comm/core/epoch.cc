@@ -6,8 +6,10 @@
 #include <optional>
 #include <vector>
 
+#include "algorithms/direct/staging.h"
 #include "core/submit.h"
 #include "recorder/flight_recorder.h"
+#include "transport/shm/mappable_memory.h"
 #include "transport/shm/shm_access.h"
 
 namespace ftcomm::detail {
@@ -141,6 +143,17 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
     });
   }
   if (world.transport != TransportMode::kUcx && access.ok()) {
+    // The direct algorithms' staging buffers (a direct reduce's non-root slice, which its root
+    // reads) in memory that the peers map, read without cross-memory attach.
+    static std::once_flag staging;
+    std::call_once(staging, [] {
+      algorithms::setStagingMemory(
+          {[](std::size_t bytes) -> void* {
+             auto memory = shm::MappableMemory::process().allocate(bytes);
+             return memory.ok() ? *memory : nullptr;
+           },
+           [](void* memory) { (void)shm::MappableMemory::process().free(memory); }});
+    });
     auto created =
         shm::ShmDomain::create(state->rank, state->size, state->epoch, world.engine->wakeFd());
     if (!created.ok()) return created.status();

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <vector>
 
+#include "algorithms/direct/staging.h"
 #include "ftcomm/memory.h"
 #include "shm_domain_pair.h"
 #include "transport/shm/shm_access.h"
@@ -194,4 +195,32 @@ TEST_CASE("a forked child's allocMem and freeMem leave the parent's table alone"
   lent.hide();
   REQUIRE(readFromRankOne(pair, into.data(), lent.data, lent.bytes).ok());
   CHECK(into == want);
+}
+
+TEST_CASE("staging buffers come from the memory installed for them and go back to it") {
+  // The communicator layer installs allocMem's memory here, so that a direct reduce's root
+  // reads the non-roots' staged slices from its mappings.
+  static int allocations = 0, releases = 0;
+  algorithms::setStagingMemory({[](std::size_t bytes) -> void* {
+                                  ++allocations;
+                                  return ::operator new(bytes);
+                                },
+                                [](void* memory) {
+                                  ++releases;
+                                  ::operator delete(memory);
+                                }});
+  const std::size_t big = std::size_t{96} << 20;  // larger than any buffer kept before
+  {
+    auto first = algorithms::Staging::take(big);
+    REQUIRE(first);
+    CHECK(allocations == 1);
+  }  // kept for the next operation
+  {
+    auto reused = algorithms::Staging::take(big / 2);
+    CHECK(allocations == 1);
+    auto second = algorithms::Staging::take(big + 4096);  // the kept one is in use
+    CHECK(allocations == 2);
+  }  // the larger one is kept, the other goes back through release()
+  CHECK(releases == 1);
+  algorithms::setStagingMemory({});
 }

@@ -11,8 +11,9 @@ namespace {
 
 struct Kept {
   std::mutex mu;
-  std::unique_ptr<std::byte[]> data;
+  Staging::Buffer data;
   std::size_t bytes = 0;
+  StagingMemory memory;
 };
 
 Kept& kept() {
@@ -22,9 +23,24 @@ Kept& kept() {
 
 }  // namespace
 
+void StagingFree::operator()(std::byte* data) const {
+  if (release != nullptr) {
+    release(data);
+  } else {
+    delete[] data;
+  }
+}
+
+void setStagingMemory(StagingMemory memory) {
+  Kept& k = kept();
+  std::lock_guard<std::mutex> lock(k.mu);
+  k.memory = memory;
+}
+
 Staging Staging::take(std::size_t bytes) {
   Staging s;
   if (bytes == 0) return s;
+  StagingMemory memory;
   {
     Kept& k = kept();
     std::lock_guard<std::mutex> lock(k.mu);
@@ -33,8 +49,14 @@ Staging Staging::take(std::size_t bytes) {
       s.bytes_ = std::exchange(k.bytes, 0);
       return s;
     }
+    memory = k.memory;
   }
-  s.data_.reset(new std::byte[bytes]);
+  void* mapped = memory.allocate != nullptr ? memory.allocate(bytes) : nullptr;
+  if (mapped != nullptr) {
+    s.data_ = Buffer(static_cast<std::byte*>(mapped), StagingFree{memory.release});
+  } else {
+    s.data_ = Buffer(new std::byte[bytes], StagingFree{});
+  }
   s.bytes_ = bytes;
   return s;
 }

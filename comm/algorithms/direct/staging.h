@@ -13,6 +13,22 @@
 
 namespace ftcomm::algorithms {
 
+// Where staging memory comes from: the heap, unless the communicator layer installs memory that
+// same-host peers map (ftcomm::allocMem's), which they then read without cross-memory attach (a
+// direct reduce's root reads each non-root's staged slice). `allocate` may return null (the heap
+// is used then). Installed before the first collective; later installs apply to new buffers.
+struct StagingMemory {
+  void* (*allocate)(std::size_t bytes) = nullptr;
+  void (*release)(void* memory) = nullptr;
+};
+void setStagingMemory(StagingMemory memory);
+
+// How a staging buffer is freed: the heap's delete[], or StagingMemory's release.
+struct StagingFree {
+  void (*release)(void*) = nullptr;
+  void operator()(std::byte* data) const;
+};
+
 class Staging {
  public:
   Staging() = default;
@@ -25,10 +41,12 @@ class Staging {
   std::byte* get() const { return data_.get(); }
   explicit operator bool() const { return data_ != nullptr; }
 
+  using Buffer = std::unique_ptr<std::byte[], StagingFree>;
+
  private:
   void giveBack();
 
-  std::unique_ptr<std::byte[]> data_;
+  Buffer data_;
   std::size_t bytes_ = 0;
 };
 
