@@ -124,17 +124,15 @@ Status MappableMemory::free(void* memory) {
 }
 
 struct PeerMemory::Mapped {
-  Mapped(const std::byte* at, std::size_t bytes, std::uint64_t entryVersion,
-         std::uint64_t fileInode)
-      : data(at), length(bytes), version(entryVersion), inode(fileInode) {}
+  Mapped(const std::byte* at, std::size_t bytes, std::uint64_t entryVersion)
+      : data(at), length(bytes), version(entryVersion) {}
   Mapped(const Mapped&) = delete;
   Mapped& operator=(const Mapped&) = delete;
   ~Mapped() { ::munmap(const_cast<std::byte*>(data), length); }
 
   const std::byte* const data;
   const std::size_t length;
-  const std::uint64_t version;
-  const std::uint64_t inode;
+  const std::uint64_t version;  // of the entry it was mapped for
 };
 
 std::unique_ptr<PeerMemory> PeerMemory::open(int pidfd, int tableFd) {
@@ -166,6 +164,7 @@ transport::PeerView PeerMemory::find(std::uint64_t address, std::size_t bytes) {
   if (bytes == 0) return {};
   const auto used =
       std::min<std::uint32_t>(table_->used.load(std::memory_order_acquire), RegionTable::kEntries);
+  if (used == 0) return {};  // the peer never allocated any: no lock on a heap buffer's read
   std::lock_guard<std::mutex> lock(mu_);
   transport::PeerView found;
   for (std::uint32_t i = 0; i < used; ++i) {
@@ -212,7 +211,7 @@ std::shared_ptr<const PeerMemory::Mapped> PeerMemory::map(int index, std::uint64
   if (data == MAP_FAILED) return nullptr;
   // Made in place: a temporary's destructor would unmap it.
   auto mapped =
-      std::make_shared<const Mapped>(static_cast<const std::byte*>(data), length, version, inode);
+      std::make_shared<const Mapped>(static_cast<const std::byte*>(data), length, version);
   if (table_->entries[index].version.load(std::memory_order_acquire) != version) return nullptr;
   return mapped;
 }
