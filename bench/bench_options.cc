@@ -11,12 +11,12 @@ namespace ftcomm::bench {
 namespace {
 
 [[noreturn]] void usage(const std::string& why) {
-  std::cerr
-      << "ftcomm-bench: " << why
-      << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
-         "alltoall|put|get [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] "
-         "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json] "
-         "[--dtype float32|float16|bfloat16] [--reduce-op sum|avg] [--memory heap|allocmem]\n";
+  std::cerr << "ftcomm-bench: " << why
+            << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
+               "alltoall|put|get [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] "
+               "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json] "
+               "[--dtype float32|float16|bfloat16] [--reduce-op sum|avg] [--memory heap|allocmem]\n"
+               "       [--window allocate|heap|allocmem] (put and get: the window's memory)\n";
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
 }
@@ -67,6 +67,8 @@ Options parse(int argc, char** argv) {
       o.reduceOp = value();
     else if (flag == "--memory")
       o.memory = value();
+    else if (flag == "--window")
+      o.window = value();
     else if (flag == "--compare") {
       const std::string list = value();
       for (std::size_t at = 0; at <= list.size();) {
@@ -94,6 +96,9 @@ Options parse(int argc, char** argv) {
   }
   if (o.memory != "heap" && o.memory != "allocmem")
     usage("--memory takes heap or allocmem, not '" + o.memory + "'");
+  if (o.window != "allocate" && o.window != "heap" && o.window != "allocmem")
+    usage("--window takes allocate, heap or allocmem, not '" + o.window + "'");
+  if (!oneSided && o.window != "allocate") usage("--window goes with --op put and get only");
   if (o.dtype != "float32" && o.dtype != "float16" && o.dtype != "bfloat16")
     usage("--dtype takes float32, float16 or bfloat16, not '" + o.dtype + "'");
   if (o.reduceOp != "sum" && o.reduceOp != "avg")

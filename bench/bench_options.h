@@ -19,6 +19,9 @@ struct Options {
   std::string dtype = "float32";  // or float16, bfloat16 (the peers take float32 only)
   std::string reduceOp = "sum";   // or avg (ftcomm alone: MPI has no average)
   std::string memory = "heap";    // or allocmem: every library's buffers from ftcomm::allocMem
+  // put and get: a window from Window::allocate(), or registered over the bench's heap memory
+  // or over memory from ftcomm::allocMem (Window::registerMemory).
+  std::string window = "allocate";  // or heap, allocmem
 };
 
 // Parses argv; bad usage aborts the MPI job with exit code 2 and a usage message.

@@ -12,6 +12,7 @@
 #include <functional>
 #include <thread>
 
+#include "ftcomm/memory.h"
 #include "ftcomm/window.h"
 #include "raw_ucx_peer.h"
 
@@ -77,8 +78,20 @@ int runRmaBench(Communicator& comm, const Options& o) {
     if (rank == 0) std::fprintf(stderr, "ftcomm-bench: --op %s needs 2 ranks\n", o.op.c_str());
     return 1;
   }
-  auto window = Window::allocate(comm, o.maxBytes);
-  require(window.status(), "Window::allocate");
+  // The target's memory of a registered window (--window heap or allocmem).
+  std::unique_ptr<char[]> heapTarget;
+  void* registered = nullptr;
+  if (o.window == "heap") {
+    heapTarget = std::make_unique<char[]>(o.maxBytes);
+    registered = heapTarget.get();
+  } else if (o.window == "allocmem") {
+    auto memory = allocMem(o.maxBytes);
+    require(memory.status(), "allocMem");
+    registered = *memory;
+  }
+  auto window = registered != nullptr ? Window::registerMemory(comm, registered, o.maxBytes)
+                                      : Window::allocate(comm, o.maxBytes);
+  require(window.status(), registered != nullptr ? "Window::registerMemory" : "Window::allocate");
   Window& w = **window;
   std::vector<char> local(o.maxBytes, 1), rawTarget(o.maxBytes, 0);
   const bool put = o.op == "put";
@@ -157,6 +170,8 @@ int runRmaBench(Communicator& comm, const Options& o) {
   }
   raw.clear();
   require(w.fence().wait(), "fence");
+  window->reset();  // a registered window goes before its memory
+  if (o.window == "allocmem") require(freeMem(registered), "freeMem");
   return 0;
 }
 

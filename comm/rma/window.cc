@@ -1,6 +1,7 @@
 // Window creation and re-establishment: every member publishes a descriptor of its region
 // through an allGather over the communicator, maps the others' regions, and once all have (a
 // barrier) closes its own descriptor.
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -30,7 +31,9 @@ struct Descriptor {
   std::uint64_t slots;
   std::uint64_t address;  // registered windows: where the data is in that process
   std::uint32_t registered;
-  std::uint32_t reachable;  // this process allows same-host access, FTCOMM_TRANSPORT allows it
+  std::uint32_t reachable;   // this process allows same-host access, FTCOMM_TRANSPORT allows it
+  std::int32_t allocations;  // its allocMem region table's descriptor (-1: none)
+  std::uint32_t unused = 0;
 };
 
 // Why this process does not offer same-host access ("" when it does): the others then reach
@@ -44,6 +47,23 @@ std::string unreachableReason() {
 }
 
 }  // namespace
+
+std::unique_ptr<PeerAllocations> PeerAllocations::open(pid_t pid, int tableFd) {
+  if (tableFd < 0) return nullptr;
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return nullptr;
+  auto memory = shm::PeerMemory::open(pidfd, tableFd);
+  if (!memory) {
+    ::close(pidfd);
+    return nullptr;
+  }
+  return std::unique_ptr<PeerAllocations>(new PeerAllocations(pidfd, std::move(memory)));
+}
+
+PeerAllocations::~PeerAllocations() {
+  memory_.reset();
+  ::close(pidfd_);
+}
 
 Result<std::unique_ptr<WindowState>> WindowState::create(Communicator& comm, void* userBase,
                                                          std::size_t bytes,
@@ -75,6 +95,7 @@ Status WindowState::establish() {
   mine.address = reinterpret_cast<std::uint64_t>(userBase);
   mine.registered = registered ? 1 : 0;
   mine.reachable = why.empty() ? 1 : 0;
+  mine.allocations = registered ? shm::MappableMemory::process().tableFd() : -1;
   std::vector<Descriptor> all(static_cast<std::size_t>(size));
   FTCOMM_RETURN_IF_ERROR(
       comm.allGather(&mine, all.data(), sizeof(Descriptor), DataType::kUint8).wait());
@@ -114,6 +135,7 @@ Status WindowState::establish() {
     }
     m.region = std::move(*region);
     if (!registered) m.data = m.region.data();
+    if (registered) m.allocations = PeerAllocations::open(d.pid, d.allocations);
   }
   // Members elsewhere (or all, under FTCOMM_TRANSPORT=ucx): UCX RMA, set up by everyone when
   // anyone needs it (it exchanges keys collectively).

@@ -1,8 +1,8 @@
 // The window's operations on members of this host: copies into and out of the mapped regions
 // (allocated windows) or the peer's memory through process_vm_writev / process_vm_readv
-// (registered windows), CPU atomics on the shared pages, and waits on this member's signal
-// slots. Each checks its arguments and the communicator's health first, runs to completion, and
-// is recorded.
+// (registered windows; a get from registered allocMem memory copies from its mapping), CPU atomics
+// on the shared pages, and waits on this member's signal slots. Each checks its arguments and the
+// communicator's health first, runs to completion, and is recorded.
 #include <sys/uio.h>
 
 #include <cerrno>
@@ -82,6 +82,13 @@ Status copyWith(const rma::WindowState& state, int target, std::size_t offset, v
       transport::copyBytes(local, mapped + offset, bytes);
     }
     return Status::Ok();
+  }
+  if (!put && m.allocations) {
+    if (const transport::PeerView view = m.allocations->find(m.address + offset, bytes);
+        view.data != nullptr) {
+      transport::copyBytes(local, view.data, bytes);
+      return Status::Ok();
+    }
   }
   return crossProcess(m.pid, put, local, m.address + offset, bytes);
 }

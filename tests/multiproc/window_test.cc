@@ -42,6 +42,11 @@ TEST_CASE("window: registered memory is reached with process_vm_writev and readv
   for (const auto& result : run("registered", 3)) CHECK(result == "OK registered");
 }
 
+TEST_CASE("window: a get from registered allocMem memory on this host copies from a mapping") {
+  for (const auto& result : run("registered-allocmem", 3))
+    CHECK(result == "OK registered-allocmem");
+}
+
 TEST_CASE("window: a window over each half of a split world works like one over the world") {
   for (const auto& result : run("split", 4)) CHECK(result == "OK split");
 }

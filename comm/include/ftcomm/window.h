@@ -5,10 +5,12 @@
 // Paths: a member on the same host reaches a window of Window::allocate() directly (the region
 // lives in a memfd that the others map through /proc; a put or get is one copy, an atomic is a
 // CPU atomic on the shared page) and a window of Window::registerMemory() with process_vm_writev
-// / process_vm_readv (one copy). That needs what the shared-memory transport needs (ptrace-level
-// access between the processes). Members on other hosts, and every member under
-// FTCOMM_TRANSPORT=ucx or without that access, are reached with UCX RMA (ucp_mem_map, packed
-// rkeys exchanged among the members, ucp_put_nbx / ucp_get_nbx / ucp_atomic_op_nbx).
+// / process_vm_readv (one copy; a get from registered memory that came from ftcomm::allocMem
+// copies from the target's memfd mapped read-only here instead, without a system call). That
+// needs what the shared-memory transport needs (ptrace-level access between the processes). Members
+// on other hosts, and every member under FTCOMM_TRANSPORT=ucx or without that access, are reached
+// with UCX RMA (ucp_mem_map, packed rkeys exchanged among the members, ucp_put_nbx / ucp_get_nbx /
+// ucp_atomic_op_nbx).
 //
 // Ordering and completion: on the same host, put, get and atomicAdd are complete when their Work
 // is (at once). Over UCX a put's Work completes when the source may be reused, and the data is
