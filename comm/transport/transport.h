@@ -129,6 +129,9 @@ class Transport {
     return {};
   }
   virtual Status checkPeerLoan(int /*peer*/, std::uint32_t /*mark*/) const { return Status::Ok(); }
+  // Whether the peers read [memory, memory + bytes) of this process through viewPeer (from a
+  // mapping of their own, no cross-memory attach): ftcomm::allocMem memory on shared memory.
+  virtual bool mappedForPeers(const void* /*memory*/, std::size_t /*bytes*/) const { return false; }
   // What goes out beside the address of a buffer this rank lends to readPeer; and taking back
   // every buffer it lent (an operation failed and returns them to the caller before the readers
   // said they were done): reads of them that have not finished fail from then on.

@@ -123,6 +123,17 @@ Status MappableMemory::free(void* memory) {
   return Status::Ok();
 }
 
+bool MappableMemory::listed(const void* memory, std::size_t bytes) {
+  const auto* at = static_cast<const std::byte*>(memory);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (::getpid() != owner_) return false;  // a child's allocations stay out of the table
+  return std::any_of(allocations_.begin(), allocations_.end(), [&](const Allocation& a) {
+    const auto* base = static_cast<const std::byte*>(a.base);
+    return a.entry >= 0 && at >= base && bytes <= a.length &&
+           static_cast<std::size_t>(at - base) <= a.length - bytes;
+  });
+}
+
 struct PeerMemory::Mapped {
   Mapped(const std::byte* at, std::size_t bytes, std::uint64_t entryVersion)
       : data(at), length(bytes), version(entryVersion) {}

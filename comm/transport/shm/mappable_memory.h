@@ -61,6 +61,8 @@ class MappableMemory {
   Result<void*> allocate(std::size_t bytes);
   // InvalidArgument for a pointer that allocate() did not return (or returned and was freed).
   Status free(void* memory);
+  // [memory, memory + bytes) lies in one allocation that the table lists, so that peers map it.
+  bool listed(const void* memory, std::size_t bytes);
 
   // The table's descriptor, for segment headers; -1 when it could not be made.
   int tableFd() const { return tableFd_; }

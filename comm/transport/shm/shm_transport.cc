@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include "transport/shm/mappable_memory.h"
+
 namespace ftcomm::shm {
 
 using transport::MessageTag;
@@ -106,6 +108,10 @@ Status ShmTransport::checkPeerLoan(int peer, std::uint32_t mark) const {
   if (!canReadPeer(peer)) return Transport::checkPeerLoan(peer, mark);
   const auto at = static_cast<std::size_t>(peer);
   return domain_->checkLoan(members_[at], shm::Loan{channels_[at], mark});
+}
+
+bool ShmTransport::mappedForPeers(const void* memory, std::size_t bytes) const {
+  return MappableMemory::process().listed(memory, bytes);
 }
 
 std::uint32_t ShmTransport::loanMark() const {

@@ -40,6 +40,7 @@ class ShmTransport final : public transport::Transport {
                   std::uint32_t mark) override;
   transport::PeerView viewPeer(int peer, std::uint64_t address, std::size_t bytes) override;
   Status checkPeerLoan(int peer, std::uint32_t mark) const override;
+  bool mappedForPeers(const void* memory, std::size_t bytes) const override;
   std::uint32_t loanMark() const override;
   void reclaimLoans() override;
   Status peerStatus(int peer) const override;
