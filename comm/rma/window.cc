@@ -1,11 +1,11 @@
 // Window creation and re-establishment: every member publishes a descriptor of its region
 // through an allGather over the communicator, maps the others' regions, and once all have (a
 // barrier) closes its own descriptor.
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
 
+#include "core/comm_access.h"
 #include "core/hash.h"
 #include "core/transport_choice.h"
 #include "core/work_state.h"
@@ -31,9 +31,7 @@ struct Descriptor {
   std::uint64_t slots;
   std::uint64_t address;  // registered windows: where the data is in that process
   std::uint32_t registered;
-  std::uint32_t reachable;   // this process allows same-host access, FTCOMM_TRANSPORT allows it
-  std::int32_t allocations;  // its allocMem region table's descriptor (-1: none)
-  std::uint32_t unused = 0;
+  std::uint32_t reachable;  // this process allows same-host access, FTCOMM_TRANSPORT allows it
 };
 
 // Why this process does not offer same-host access ("" when it does): the others then reach
@@ -47,23 +45,6 @@ std::string unreachableReason() {
 }
 
 }  // namespace
-
-std::unique_ptr<PeerAllocations> PeerAllocations::open(pid_t pid, int tableFd) {
-  if (tableFd < 0) return nullptr;
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return nullptr;
-  auto memory = shm::PeerMemory::open(pidfd, tableFd);
-  if (!memory) {
-    ::close(pidfd);
-    return nullptr;
-  }
-  return std::unique_ptr<PeerAllocations>(new PeerAllocations(pidfd, std::move(memory)));
-}
-
-PeerAllocations::~PeerAllocations() {
-  memory_.reset();
-  ::close(pidfd_);
-}
 
 Result<std::unique_ptr<WindowState>> WindowState::create(Communicator& comm, void* userBase,
                                                          std::size_t bytes,
@@ -95,7 +76,6 @@ Status WindowState::establish() {
   mine.address = reinterpret_cast<std::uint64_t>(userBase);
   mine.registered = registered ? 1 : 0;
   mine.reachable = why.empty() ? 1 : 0;
-  mine.allocations = registered ? shm::MappableMemory::process().tableFd() : -1;
   std::vector<Descriptor> all(static_cast<std::size_t>(size));
   FTCOMM_RETURN_IF_ERROR(
       comm.allGather(&mine, all.data(), sizeof(Descriptor), DataType::kUint8).wait());
@@ -117,6 +97,7 @@ Status WindowState::establish() {
     }
     anyRemote |= d.host != mine.host || d.reachable == 0 || !why.empty();
   }
+  const detail::CommState& shared = *detail::CommAccess::state(comm);
   std::vector<WindowMember> reached(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) {
     const Descriptor& d = all[static_cast<std::size_t>(r)];
@@ -135,7 +116,7 @@ Status WindowState::establish() {
     }
     m.region = std::move(*region);
     if (!registered) m.data = m.region.data();
-    if (registered) m.allocations = PeerAllocations::open(d.pid, d.allocations);
+    if (registered && shared.shm) m.shmMember = shared.shmMembers[static_cast<std::size_t>(r)];
   }
   // Members elsewhere (or all, under FTCOMM_TRANSPORT=ucx): UCX RMA, set up by everyone when
   // anyone needs it (it exchanges keys collectively).
@@ -154,6 +135,7 @@ Status WindowState::establish() {
   own.closeFd();
   ucx = std::move(path);
   members = std::move(reached);
+  shm = registered ? shared.shm : nullptr;
   epoch = comm.epoch();
   return Status::Ok();
 }

@@ -11,6 +11,7 @@
 
 #include "rma/window_state.h"
 #include "transport/copy_bytes.h"
+#include "transport/shm/shm_domain.h"
 
 namespace ftcomm {
 
@@ -83,8 +84,9 @@ Status copyWith(const rma::WindowState& state, int target, std::size_t offset, v
     }
     return Status::Ok();
   }
-  if (!put && m.allocations) {
-    if (const transport::PeerView view = m.allocations->find(m.address + offset, bytes);
+  if (!put && state.shm && m.shmMember >= 0) {
+    if (const transport::PeerView view =
+            state.shm->viewMember(m.shmMember, m.address + offset, bytes);
         view.data != nullptr) {
       transport::copyBytes(local, view.data, bytes);
       return Status::Ok();

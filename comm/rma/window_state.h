@@ -18,33 +18,12 @@
 #include "ftcomm/window.h"
 #include "rma/window_region.h"
 #include "rma/window_ucx.h"
-#include "transport/shm/mappable_memory.h"
+
+namespace ftcomm::shm {
+class ShmDomain;
+}
 
 namespace ftcomm::rma {
-
-// A same-host member's memory from ftcomm::allocMem, mapped read-only here
-// (shm/mappable_memory.h): a get from its registered window copies from the mapping when the
-// window lies in such memory, instead of process_vm_readv (no page pinning, no system call).
-class PeerAllocations {
- public:
-  // Null when the member offers no table or it cannot be mapped (get then reads with
-  // process_vm_readv, as from any other registered memory).
-  static std::unique_ptr<PeerAllocations> open(pid_t pid, int tableFd);
-  ~PeerAllocations();
-  PeerAllocations(const PeerAllocations&) = delete;
-  PeerAllocations& operator=(const PeerAllocations&) = delete;
-
-  // [address, address + bytes) of the member's memory, mapped; null outside its allocations.
-  transport::PeerView find(std::uint64_t address, std::size_t bytes) {
-    return memory_->find(address, bytes);
-  }
-
- private:
-  PeerAllocations(int pidfd, std::unique_ptr<shm::PeerMemory> memory)
-      : pidfd_(pidfd), memory_(std::move(memory)) {}
-  int pidfd_;
-  std::unique_ptr<shm::PeerMemory> memory_;  // uses pidfd_
-};
 
 // One member's window as this process reaches it.
 struct WindowMember {
@@ -54,7 +33,9 @@ struct WindowMember {
   WindowRegion region;        // its signal slots (and data, for allocated windows); not self
   std::byte* data = nullptr;  // allocated windows: its data, mapped here
   std::uint64_t address = 0;  // registered windows: its data's address in its own process
-  std::unique_ptr<PeerAllocations> allocations;  // registered windows on this host
+  // Registered windows on this host: its member of `WindowState::shm`, whose mapping of its
+  // allocMem memory (ShmDomain::viewMember) a get copies from where the window lies in it.
+  int shmMember = -1;
   bool viaUcx = false;  // another host, or no shared-memory access: UCX RMA
 };
 
@@ -72,8 +53,9 @@ class WindowState {
   void* const userBase;
   const std::size_t bytes;
   WindowRegion own;
-  std::vector<WindowMember> members;   // by rank
-  std::unique_ptr<UcxWindowPath> ucx;  // null when every member is reached through shared memory
+  std::vector<WindowMember> members;    // by rank
+  std::unique_ptr<UcxWindowPath> ucx;   // null when every member is reached through shared memory
+  std::shared_ptr<shm::ShmDomain> shm;  // the epoch's, for registered windows (null under UCX)
   std::uint64_t epoch = 0;
   std::atomic<std::uint64_t> seq{0};
 
