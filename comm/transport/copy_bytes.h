@@ -1,12 +1,17 @@
-// memcpy in pieces below glibc's `rep movsb` threshold (2 KiB by default). Above it glibc copies
-// with `rep movsb`, which some machines run at a fraction of the vector loop's speed: on the
-// AMD EPYC VMs these benchmarks run on, a 32 KiB copy took 3x as long (docs/BENCHMARKS.md).
-// From the size where glibc stops using `rep movsb` (on AMD, the per-core L2: 512 KiB here) its
-// own loop is faster than pieces (a 1 MiB copy out of a window: 34 GB/s against 7), so large
-// copies go to memcpy whole. On Intel, whose `rep movsb` (ERMS, FSRM) is glibc's fastest copy,
-// every copy goes whole: 15-30% faster than pieces from 32 KiB to 1 MiB on the Xeon (Sapphire
-// Rapids) VMs of 2026-12-01. (GCC expands each 2 KiB piece into `rep movsq`.)
-// Every bulk copy of the shared-memory path and of the algorithms goes through here.
+// The copy every bulk move of the shared-memory path and of the algorithms goes through.
+//
+// glibc's memcpy copies with `rep movsb` from 2 KiB to the per-core L2 (512 KiB on AMD), and on
+// the AMD EPYC (Zen 3) VMs these benchmarks run on, `rep movsb` reads lines that another core has
+// just written at a tenth of a vector loop's speed: a 1 MiB buffer handed from one process to
+// another in 64 KiB chunks took 363 us with memcpy, 40-86 us (by the buffers' offsets within a
+// cache line) in 2 KiB memcpy pieces, what this file did until 2026-12-02, and 38-43 us through
+// an AVX2 loop at every offset; the reader of a 256 KiB buffer took 86, 16 and 6.5 us
+// (docs/BENCHMARKS.md, "rep movsb and lines another core just wrote"). So on AMD, copies from
+// 2 KiB to 16 MiB go through the AVX2 loop (copy_bytes_avx2.cc) where the processor has AVX2, and
+// through 2 KiB memcpy pieces where it does not; from 16 MiB glibc's own loop, which writes
+// around the cache, is as fast or faster. On Intel, whose `rep movsb` (ERMS, FSRM) is glibc's
+// fastest copy, every copy goes to memcpy: 15-30% faster than pieces from 32 KiB to 1 MiB on the
+// Xeon (Sapphire Rapids) VMs of 2026-12-01.
 //
 // Thread-safety: a function.
 #pragma once
@@ -18,17 +23,22 @@
 
 namespace ftcomm::transport {
 
+namespace detail {
+
+// From `bytes` of kLoopFromBytes on, on AMD processors: the vector loop or memcpy pieces.
+void copyOnAmd(void* to, const void* from, std::size_t bytes);
+
+}  // namespace detail
+
+inline constexpr std::size_t kLoopFromBytes = 2048;
+inline constexpr std::size_t kLoopBelowBytes = std::size_t{16} << 20;
+
 inline void copyBytes(void* to, const void* from, std::size_t bytes) {
-  constexpr std::size_t kPiece = 2048;
-  constexpr std::size_t kWhole = 512 * 1024;
-  if (bytes >= kWhole || !amdProcessor()) {
+  if (bytes < kLoopFromBytes || bytes >= kLoopBelowBytes || !amdProcessor()) {
     std::memcpy(to, from, bytes);
     return;
   }
-  auto* d = static_cast<unsigned char*>(to);
-  const auto* s = static_cast<const unsigned char*>(from);
-  for (; bytes > kPiece; bytes -= kPiece, d += kPiece, s += kPiece) std::memcpy(d, s, kPiece);
-  std::memcpy(d, s, bytes);
+  detail::copyOnAmd(to, from, bytes);
 }
 
 }  // namespace ftcomm::transport

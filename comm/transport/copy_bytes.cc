@@ -1,0 +1,45 @@
+// The choice behind copyBytes on AMD processors (copy_bytes.h): the AVX2 loop where the
+// processor has AVX2, else memcpy in pieces below glibc's `rep movsb` threshold.
+#include "transport/copy_bytes.h"
+
+#include "transport/copy_bytes_avx2.h"
+
+namespace ftcomm::transport::detail {
+
+namespace {
+
+bool avx2Copies() {
+#if defined(FTCOMM_COPY_AVX2)
+  static const bool avx2 = [] {
+    __builtin_cpu_init();  // in case this runs before the runtime's own constructor did it
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return avx2;
+#else
+  return false;
+#endif
+}
+
+// GCC expands each constant 2 KiB memcpy into `rep movsq`, which is faster here than glibc's
+// `rep movsb` over the whole range, and slower than the vector loop.
+void copyInPieces(void* to, const void* from, std::size_t bytes) {
+  constexpr std::size_t kPiece = 2048;
+  auto* d = static_cast<unsigned char*>(to);
+  const auto* s = static_cast<const unsigned char*>(from);
+  for (; bytes > kPiece; bytes -= kPiece, d += kPiece, s += kPiece) std::memcpy(d, s, kPiece);
+  std::memcpy(d, s, bytes);
+}
+
+}  // namespace
+
+void copyOnAmd(void* to, const void* from, std::size_t bytes) {
+#if defined(FTCOMM_COPY_AVX2)
+  if (avx2Copies()) {
+    copyAvx2(to, from, bytes);
+    return;
+  }
+#endif
+  copyInPieces(to, from, bytes);
+}
+
+}  // namespace ftcomm::transport::detail

@@ -1,0 +1,84 @@
+// The bulk copy (transport/copy_bytes.h) and its AVX2 loop against the bytes they should write:
+// sizes on either side of every threshold, sources and destinations at every offset within a
+// cache line, and the bytes around the destination left alone.
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "transport/copy_bytes.h"
+#include "transport/copy_bytes_avx2.h"
+
+using ftcomm::transport::copyBytes;
+
+namespace {
+
+using Copy = void (*)(void*, const void*, std::size_t);
+
+// Copies `bytes` from a source `from` bytes into its buffer to a destination `to` bytes into
+// its own, and checks every byte of the destination's buffer: the copy inside, the guard
+// pattern around it.
+void checkCopy(Copy copy, std::size_t bytes, std::size_t from, std::size_t to) {
+  constexpr std::size_t kGuard = 96;
+  std::vector<unsigned char> source(bytes + from + kGuard);
+  for (std::size_t i = 0; i < source.size(); ++i)
+    source[i] = static_cast<unsigned char>((i * 131 + (i >> 8) * 7 + 1) & 0xff);
+  std::vector<unsigned char> destination(bytes + to + kGuard, 0xa5);
+  copy(destination.data() + to, source.data() + from, bytes);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < destination.size(); ++i) {
+    const bool inside = i >= to && i < to + bytes;
+    const unsigned char expected = inside ? source[from + i - to] : 0xa5;
+    if (destination[i] != expected) ++wrong;
+  }
+  INFO(bytes << " bytes, source offset " << from << ", destination offset " << to);
+  REQUIRE(wrong == 0);
+}
+
+const std::vector<std::size_t> kSizes = {0,
+                                         1,
+                                         31,
+                                         32,
+                                         127,
+                                         128,
+                                         129,
+                                         2047,
+                                         2048,
+                                         2049,
+                                         4095,
+                                         4097,
+                                         65536 + 13,
+                                         524287,
+                                         524288,
+                                         1 << 20,
+                                         (16u << 20) - 1,
+                                         16u << 20};
+
+}  // namespace
+
+TEST_CASE("copyBytes copies every size at every alignment and writes nothing else", "[copy]") {
+  for (std::size_t bytes : kSizes) {
+    const std::size_t step = bytes > (1u << 20) ? 21 : 1;  // the 16 MiB sizes at fewer offsets
+    for (std::size_t from = 0; from < 64; from += step * 5)
+      for (std::size_t to = 0; to < 64; to += step * 3) checkCopy(copyBytes, bytes, from, to);
+  }
+}
+
+#if defined(__x86_64__)
+TEST_CASE("the AVX2 copy loop copies every size from 128 bytes at every alignment", "[copy]") {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2")) {
+    WARN("this processor has no AVX2: the loop is never run here");
+    return;
+  }
+  for (std::size_t bytes = 128; bytes <= 1100; bytes += 1)
+    checkCopy(ftcomm::transport::detail::copyAvx2, bytes, bytes % 37, bytes % 61);
+  for (std::size_t bytes : kSizes) {
+    if (bytes < 128 || bytes > (1u << 20)) continue;
+    for (std::size_t from = 0; from < 64; from += 7)
+      for (std::size_t to = 0; to < 64; to += 5)
+        checkCopy(ftcomm::transport::detail::copyAvx2, bytes, from, to);
+  }
+}
+#endif
