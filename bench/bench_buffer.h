@@ -1,5 +1,6 @@
 // A benchmark's buffer: heap memory, or ftcomm::allocMem's (ftcomm-bench --memory allocmem),
-// which same-host peers read from a mapping instead of with cross-memory attach.
+// which same-host peers read from a mapping instead of with cross-memory attach; optionally
+// `offset` bytes past a 64-byte boundary (ftcomm-bench --offset).
 #pragma once
 
 #include <algorithm>
@@ -15,25 +16,27 @@ namespace ftcomm::bench {
 class BenchBuffer {
  public:
   template <typename T>
-  BenchBuffer(std::size_t count, T value, bool allocMem) : allocMem_(allocMem) {
-    const std::size_t bytes = std::max<std::size_t>(count * sizeof(T), 1);
+  BenchBuffer(std::size_t count, T value, bool allocMem, std::size_t offset = 0)
+      : allocMem_(allocMem) {
+    const std::size_t bytes = std::max<std::size_t>(count * sizeof(T), 1) + offset;
     if (allocMem_) {
       auto memory = ftcomm::allocMem(bytes);
       if (!memory.ok()) {
         std::cerr << "ftcomm-bench: " << memory.status().toString() << "\n";
         std::exit(1);
       }
-      data_ = *memory;
+      base_ = *memory;
     } else {
-      data_ = ::operator new (bytes, std::align_val_t{64});
+      base_ = ::operator new (bytes, std::align_val_t{64});
     }
+    data_ = static_cast<char*>(base_) + offset;
     std::fill_n(static_cast<T*>(data_), count, value);
   }
   ~BenchBuffer() {
     if (allocMem_) {
-      (void)ftcomm::freeMem(data_);
+      (void)ftcomm::freeMem(base_);
     } else {
-      ::operator delete (data_, std::align_val_t{64});
+      ::operator delete (base_, std::align_val_t{64});
     }
   }
   BenchBuffer(const BenchBuffer&) = delete;
@@ -43,7 +46,8 @@ class BenchBuffer {
 
  private:
   bool allocMem_;
-  void* data_ = nullptr;
+  void* base_ = nullptr;  // what was allocated
+  void* data_ = nullptr;  // offset bytes into it
 };
 
 }  // namespace ftcomm::bench

@@ -11,12 +11,14 @@ namespace ftcomm::bench {
 namespace {
 
 [[noreturn]] void usage(const std::string& why) {
-  std::cerr << "ftcomm-bench: " << why
-            << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
-               "alltoall|put|get [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] "
-               "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json] "
-               "[--dtype float32|float16|bfloat16] [--reduce-op sum|avg] [--memory heap|allocmem]\n"
-               "       [--window allocate|heap|allocmem] (put and get: the window's memory)\n";
+  std::cerr
+      << "ftcomm-bench: " << why
+      << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
+         "alltoall|put|get [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] "
+         "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json] "
+         "[--dtype float32|float16|bfloat16] [--reduce-op sum|avg] [--memory heap|allocmem]\n"
+         "       [--offset BYTES] (buffers start BYTES, a multiple of 4, past a 64-byte boundary)\n"
+         "       [--window allocate|heap|allocmem] (put and get: the window's memory)\n";
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
 }
@@ -69,6 +71,8 @@ Options parse(int argc, char** argv) {
       o.memory = value();
     else if (flag == "--window")
       o.window = value();
+    else if (flag == "--offset")
+      o.offset = std::atoi(value().c_str());
     else if (flag == "--compare") {
       const std::string list = value();
       for (std::size_t at = 0; at <= list.size();) {
@@ -112,6 +116,9 @@ Options parse(int argc, char** argv) {
   if (oneSided && o.dtype != "float32") usage("--dtype does not go with --op " + o.op);
   if (o.minBytes == 0 || o.minBytes > o.maxBytes) usage("need 0 < min-bytes <= max-bytes");
   if (o.iters < 0) usage("--iters must be positive");
+  if (o.offset < 0 || o.offset > 4092 || o.offset % 4 != 0)
+    usage("--offset must be a multiple of 4 in 0..4092 (the elements stay aligned)");
+  if (oneSided && o.offset != 0) usage("--offset does not go with --op " + o.op);
   if (o.rounds < 1 || o.rounds > 1000) usage("--rounds must be in 1..1000");
   return o;
 }

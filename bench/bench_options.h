@@ -19,6 +19,9 @@ struct Options {
   std::string dtype = "float32";  // or float16, bfloat16 (the peers take float32 only)
   std::string reduceOp = "sum";   // or avg (ftcomm alone: MPI has no average)
   std::string memory = "heap";    // or allocmem: every library's buffers from ftcomm::allocMem
+  // Every buffer starts this many bytes past a 64-byte boundary: how copies fare on buffers of
+  // other alignments (copies between a buffer and shared memory whose offsets differ).
+  int offset = 0;
   // put and get: a window from Window::allocate(), or registered over the bench's heap memory
   // or over memory from ftcomm::allocMem (Window::registerMemory).
   std::string window = "allocate";  // or heap, allocmem

@@ -270,12 +270,14 @@ int main(int argc, char** argv) {
                           ? o.iters
                           : static_cast<int>(std::clamp<std::size_t>((64u << 20) / bytes, 5, 1000));
     const bool allocMem = o.memory == "allocmem";
-    BenchBuffer send(s.sendElems, 1.0f, allocMem), recv(s.recvElems, 0.0f, allocMem);
+    const auto offset = static_cast<std::size_t>(o.offset);
+    BenchBuffer send(s.sendElems, 1.0f, allocMem, offset),
+        recv(s.recvElems, 0.0f, allocMem, offset);
     std::vector<float> glooSend(s.sendElems, 1.0f), glooRecv(s.recvElems, 0.0f);
     // A 16-bit type's buffers hold 1.0 in that type (the peers take float32 only).
     const std::uint16_t one16 = dtype == DataType::kFloat16 ? 0x3c00 : 0x3f80;
-    BenchBuffer send16(elementBytes == 2 ? s.sendElems : 0, one16, allocMem),
-        recv16(elementBytes == 2 ? s.recvElems : 0, std::uint16_t{0}, allocMem);
+    BenchBuffer send16(elementBytes == 2 ? s.sendElems : 0, one16, allocMem, offset),
+        recv16(elementBytes == 2 ? s.recvElems : 0, std::uint16_t{0}, allocMem, offset);
     void* ftSend = elementBytes == 2 ? send16.data() : send.data();
     void* ftRecv = elementBytes == 2 ? recv16.data() : recv.data();
     Status last;
