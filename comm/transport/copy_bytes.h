@@ -6,12 +6,15 @@
 // another in 64 KiB chunks took 363 us with memcpy, 40-86 us (by the buffers' offsets within a
 // cache line) in 2 KiB memcpy pieces, what this file did until 2026-12-02, and 38-43 us through
 // an AVX2 loop at every offset; the reader of a 256 KiB buffer took 86, 16 and 6.5 us
-// (docs/BENCHMARKS.md, "rep movsb and lines another core just wrote"). So on AMD, copies from
-// 2 KiB to 16 MiB go through the AVX2 loop (copy_bytes_avx2.cc) where the processor has AVX2, and
-// through 2 KiB memcpy pieces where it does not; from 16 MiB glibc's own loop, which writes
-// around the cache, is as fast or faster. On Intel, whose `rep movsb` (ERMS, FSRM) is glibc's
-// fastest copy, every copy goes to memcpy: 15-30% faster than pieces from 32 KiB to 1 MiB on the
-// Xeon (Sapphire Rapids) VMs of 2026-12-01.
+// (docs/BENCHMARKS.md, "rep movsb and lines another core just wrote"). So on AMD before Zen 5,
+// copies from 2 KiB to 16 MiB go through the AVX2 loop (copy_bytes_avx2.cc) where the processor
+// has AVX2, and through 2 KiB memcpy pieces where it does not; from 16 MiB glibc's own loop,
+// which writes around the cache, is as fast or faster. On Zen 5 (family 0x1a) it is the other
+// way round: `rep movsb` is the fast copy of such lines (the same 1 MiB hand-over: memcpy
+// 20-42 us, the AVX2 loop 24-150 us, glibc's vector loop without `rep movsb` 31-155 us; "Zen 5"
+// in BENCHMARKS.md), so every copy there goes to memcpy. On Intel, whose `rep movsb` (ERMS,
+// FSRM) is glibc's fastest copy, every copy goes to memcpy: 15-30% faster than pieces from
+// 32 KiB to 1 MiB on the Xeon (Sapphire Rapids) VMs of 2026-12-01.
 //
 // Thread-safety: a function.
 #pragma once
@@ -33,8 +36,14 @@ void copyOnAmd(void* to, const void* from, std::size_t bytes);
 inline constexpr std::size_t kLoopFromBytes = 2048;
 inline constexpr std::size_t kLoopBelowBytes = std::size_t{16} << 20;
 
+// Whether copies from kLoopFromBytes to kLoopBelowBytes go to copyOnAmd: AMD before Zen 5.
+inline bool loopCopies() {
+  static const bool loop = amdProcessor() && processorFamily() < 0x1a;
+  return loop;
+}
+
 inline void copyBytes(void* to, const void* from, std::size_t bytes) {
-  if (bytes < kLoopFromBytes || bytes >= kLoopBelowBytes || !amdProcessor()) {
+  if (bytes < kLoopFromBytes || bytes >= kLoopBelowBytes || !loopCopies()) {
     std::memcpy(to, from, bytes);
     return;
   }

@@ -1,10 +1,13 @@
 // The bulk copy (transport/copy_bytes.h) and its AVX2 loop against the bytes they should write:
 // sizes on either side of every threshold, sources and destinations at every offset within a
-// cache line, and the bytes around the destination left alone.
+// cache line, and the bytes around the destination left alone; and the processor family that
+// chooses between them, against the kernel's.
 #include <catch2/catch.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "transport/copy_bytes.h"
@@ -65,7 +68,30 @@ TEST_CASE("copyBytes copies every size at every alignment and writes nothing els
   }
 }
 
+TEST_CASE("the AMD copy, which processors before Zen 5 take, copies every size it is given",
+          "[copy]") {
+  // copyBytes takes it only on those processors; here it runs wherever the tests do.
+  for (std::size_t bytes : kSizes) {
+    if (bytes < ftcomm::transport::kLoopFromBytes || bytes > (1u << 20)) continue;
+    for (std::size_t from = 0; from < 64; from += 9)
+      for (std::size_t to = 0; to < 64; to += 11)
+        checkCopy(ftcomm::transport::detail::copyOnAmd, bytes, from, to);
+  }
+}
+
 #if defined(__x86_64__)
+TEST_CASE("processorFamily reads the family that the kernel reports", "[copy]") {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("cpu family", 0) != 0) continue;
+    const unsigned kernel = std::stoul(line.substr(line.find(':') + 1));
+    CHECK(ftcomm::transport::processorFamily() == kernel);
+    return;
+  }
+  WARN("no cpu family in /proc/cpuinfo: nothing to compare with");
+}
+
 TEST_CASE("the AVX2 copy loop copies every size from 128 bytes at every alignment", "[copy]") {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2")) {
