@@ -64,6 +64,16 @@ std::size_t streamChunkBytes() {
 //     12.0 us; 256 KiB even; 8 alternating runs, 2026-12-01 10:57 UTC) and from 64 KiB of
 //     allgather (128 KiB: 9.6-12.1 against 16.5-18.7 us; 64 KiB even to 1.3x faster; at 32 KiB
 //     the slot still wins, 4.0 against 4.5-5.0; 5 alternating runs, 20:00-20:15 UTC).
+// On AMD EPYC Zen 5 (family 0x1a), where copyBytes is memcpy (transport/copy_bytes.h), every
+// collective streams to 2 MiB at 2-4 ranks: streamed against the limits below (measured on Zen 3),
+// 2026-12-02 14:00 UTC, 4-8 alternating runs each (BENCHMARKS.md, "Zen 5"), 2 ranks: broadcast
+// 2.8-3.3x OpenMPI against 0.89-0.93x from 256 KiB to 2 MiB (3.6-3.9x against 0.95-0.98x from
+// 32 to 128 KiB), allgather 1.05-1.14x against 0.89-0.97x, all-to-all 1.08-1.30x against
+// 0.91-0.99x, allreduce 1.38-1.54x against 1.16-1.25x, reduce-scatter twice as fast; 4 ranks at
+// 512 KiB-2 MiB: broadcast 2.0-2.2x against 0.89-1.15x, all-to-all 1.18-1.43x against
+// 0.95-1.03x, allgather at 2 MiB 2.6x against 1.03x, reduce-scatter and allreduce at 2 MiB twice
+// as fast, allreduce at 512 KiB-1 MiB and reduce even. Beyond 4 ranks it was not measured, so
+// the Zen 3 limits hold there.
 // On Intel Xeon (Sapphire Rapids) a core reads what another core just wrote (a post) at a
 // fraction of the speed at which it reads a buffer at rest, which is what the direct algorithms
 // read, so they win from smaller sizes (3 alternating runs each, 2026-12-01):
@@ -82,6 +92,7 @@ std::size_t inlineLimit(Collective collective, int ranks) {
   const bool two = ranks <= 2;
   const std::size_t direct = algorithms::directFromBytes(ranks) - 1;
   if (transport::amdProcessor()) {
+    if (transport::processorFamily() >= 0x1a && ranks <= 4) return kStreamBytes;
     switch (collective) {
       case Collective::kBroadcast:
         return two ? direct : kSlot;
