@@ -22,9 +22,14 @@ constexpr unsigned kPollsPerClock = 8;
 // skips took about a tenth of its time).
 constexpr unsigned kQuickPolls = 16;
 // A collective streamed through the slots runs in the calling thread up to this many bytes per
-// block (a few hundred microseconds here); a larger one goes to the engine at once, so that the
-// call returns, and streams from there (driven by whichever thread waits on it).
-constexpr std::size_t kCallerStreamBytes = std::size_t{2} << 20;
+// block (a few milliseconds here, and only while its chunks move: kStreamSpin); a larger one
+// goes to the engine at once, so that the call returns, and streams from there (driven by
+// whichever thread waits on it). 2 MiB until 2026-12-02: on AMD Zen 5, where collectives stream
+// to 16 MiB (inline_plan.cc), streaming 4-16 MiB from the engine fell to 0.12-0.5x OpenMPI in
+// one run in three or four (the caller and the engine's thread contend for the two cores), and
+// from the calling thread it did not (2 ranks, 8 alternating runs: allreduce 16 MiB 2.36-2.75x
+// against 0.12-2.06x from the engine).
+constexpr std::size_t kCallerStreamBytes = std::size_t{16} << 20;
 
 void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
