@@ -79,7 +79,7 @@ std::size_t streamChunkBytes() {
 //     1.16-1.55x against 0.69-0.88x, all-to-all 1.02-1.17x against 0.79-0.87x, reduce
 //     2.7-3.4x against 1.2-1.3x; 4 ranks, broadcast 2.3-3.2x against 1.0-1.1x, all-to-all
 //     1.01-1.10x against 0.82-0.94x, allreduce 1.5-1.9x against 1.0-1.2x;
-//   - at 32 MiB, past the 32 MiB L3, streaming fell to 0.1-0.5x in half the runs, so the
+//   - at 32 MiB, past the 32 MiB L3, streaming fell to 0.06-0.5x in 4 of 6 runs, so the
 //     direct algorithms take it from there.
 // Beyond 4 ranks it was not measured, so the Zen 3 limits hold there.
 // On Intel Xeon (Sapphire Rapids) a core reads what another core just wrote (a post) at a
@@ -101,7 +101,7 @@ std::size_t inlineLimit(Collective collective, int ranks) {
   const bool two = ranks <= 2;
   const std::size_t direct = algorithms::directFromBytes(ranks) - 1;
   if (transport::amdProcessor()) {
-    if (transport::processorFamily() >= 0x1a && ranks <= 4) return kZen5StreamBytes;
+    if (transport::amdZen5OrLater() && ranks <= 4) return kZen5StreamBytes;
     switch (collective) {
       case Collective::kBroadcast:
         return two ? direct : kSlot;

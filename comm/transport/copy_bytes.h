@@ -11,7 +11,7 @@
 // has AVX2, and through 2 KiB memcpy pieces where it does not; from 16 MiB glibc's own loop,
 // which writes around the cache, is as fast or faster. On Zen 5 (family 0x1a) it is the other
 // way round: `rep movsb` is the fast copy of such lines (the same 1 MiB hand-over: memcpy
-// 20-42 us, the AVX2 loop 24-150 us, glibc's vector loop without `rep movsb` 31-155 us; "Zen 5"
+// 20-44 us, the AVX2 loop 24-151 us, glibc's vector loop without `rep movsb` 31-155 us; "Zen 5"
 // in BENCHMARKS.md), so every copy there goes to memcpy. On Intel, whose `rep movsb` (ERMS,
 // FSRM) is glibc's fastest copy, every copy goes to memcpy: 15-30% faster than pieces from
 // 32 KiB to 1 MiB on the Xeon (Sapphire Rapids) VMs of 2026-12-01.
@@ -38,7 +38,7 @@ inline constexpr std::size_t kLoopBelowBytes = std::size_t{16} << 20;
 
 // Whether copies from kLoopFromBytes to kLoopBelowBytes go to copyOnAmd: AMD before Zen 5.
 inline bool loopCopies() {
-  static const bool loop = amdProcessor() && processorFamily() < 0x1a;
+  static const bool loop = amdProcessor() && !amdZen5OrLater();
   return loop;
 }
 

@@ -36,4 +36,10 @@ inline unsigned processorFamily() {
   return family;
 }
 
+// AMD Zen 5 or later (family 0x1a on): where the copy and the inline limits part from Zen 3's
+// (copy_bytes.h, core/inline_plan.cc).
+inline bool amdZen5OrLater() {
+  return amdProcessor() && processorFamily() >= 0x1a;
+}
+
 }  // namespace ftcomm::transport
