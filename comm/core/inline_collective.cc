@@ -57,6 +57,10 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
       index_(firstIndex),
       slot_(static_cast<int>(firstIndex % 2)) {
   packSignature(signature, signature_);
+  const std::size_t posted = *postsOf(collective) == Posts::kBlocks
+                                 ? static_cast<std::size_t>(n_) * plan.block
+                                 : plan.block;
+  inHead_ = !plan.direct && plan.chunks == 1 && posted <= shm::kHeadBytes;
 }
 
 std::size_t InlineCollective::chunkBytes() const {
@@ -70,7 +74,8 @@ bool InlineCollective::keepsInput() const {
 }
 
 const std::byte* InlineCollective::payload(int rank) const {
-  return group_.areas[static_cast<std::size_t>(rank)]->slots[slot_].payload;
+  const shm::InlineSlot& slot = group_.areas[static_cast<std::size_t>(rank)]->slots[slot_];
+  return inHead_ ? slot.head : slot.payload;
 }
 
 bool InlineCollective::mayPost() const {
@@ -97,20 +102,21 @@ void InlineCollective::post() {
   const auto posts = *postsOf(collective_);
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
   const auto* in = static_cast<const std::byte*>(args_.send);
+  std::byte* into = inHead_ ? slot.head : slot.payload;
   if (plan_.direct) {
-    slot.sendAddress = reinterpret_cast<std::uint64_t>(args_.send);
-    slot.loanMark = group_.domain->loanMark(group_.channels[static_cast<std::size_t>(rank_)]);
+    slot.lent.sendAddress = reinterpret_cast<std::uint64_t>(args_.send);
+    slot.lent.loanMark = group_.domain->loanMark(group_.channels[static_cast<std::size_t>(rank_)]);
   } else if (keepsInput()) {
     // A reduce's root reads its own input where it is; its post only says it arrived.
   } else if (length > 0 &&
              (posts == Posts::kInput || (posts == Posts::kRoot && rank_ == args_.root))) {
     // A broadcast's data is in its one buffer (send and recv are the same).
-    transport::copyBytes(slot.payload, in + offset, length);
+    transport::copyBytes(into, in + offset, length);
   } else if (length > 0 && posts == Posts::kBlocks) {
     // This chunk of every block, packed.
     for (int p = 0; p < n_; ++p) {
       const auto at = static_cast<std::size_t>(p);
-      transport::copyBytes(slot.payload + at * length, in + at * plan_.block + offset, length);
+      transport::copyBytes(into + at * length, in + at * plan_.block + offset, length);
     }
   }
   slot.seq = seq_;

@@ -120,6 +120,7 @@ class InlineCollective {
   bool woken_ = true;           // the peers were woken for the current post
   bool stoppedAtLimit_ = false;
   int next_ = 0;  // ranks before it have posted the current chunk
+  bool inHead_;   // the posts fit in their slots' first lines (InlineSlot::head)
 };
 
 // An inline collective on the engine (the caller's spin did not finish it).

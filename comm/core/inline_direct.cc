@@ -12,12 +12,12 @@ using algorithms::Collective;
 Status InlineCollective::readPeers() {
   const std::size_t block = plan_.block;
   auto address = [&](int peer) {  // of its send buffer
-    return group_.areas[static_cast<std::size_t>(peer)]->slots[slot_].sendAddress;
+    return group_.areas[static_cast<std::size_t>(peer)]->slots[slot_].lent.sendAddress;
   };
   auto read = [&](int peer, std::byte* into, std::uint64_t from) {
     if (block == 0) return Status::Ok();
     const auto at = static_cast<std::size_t>(peer);
-    const shm::Loan loan{group_.channels[at], group_.areas[at]->slots[slot_].loanMark};
+    const shm::Loan loan{group_.channels[at], group_.areas[at]->slots[slot_].lent.loanMark};
     return group_.domain->readMember(group_.members[at], into, from, block, loan);
   };
   auto* out = static_cast<std::byte*>(args_.recv);

@@ -29,6 +29,8 @@ namespace ftcomm::shm {
 constexpr std::size_t kInlineBytes = 256 * 1024;
 // Inline areas per segment: the world of the epoch has area 0, split children take the next.
 constexpr int kInlineAreas = 32;
+// The most bytes of a post that its slot's first cache line holds (InlineSlot::head).
+constexpr std::size_t kHeadBytes = 16;
 
 struct alignas(64) InlineSlot {
   std::atomic<std::uint64_t> index{0};  // the inline collective posted here, published last
@@ -37,12 +39,21 @@ struct alignas(64) InlineSlot {
   // The poster's consumed[] of the other slot, at post time. Atomic: a reader may look at it
   // while the poster already writes its next post here (a later value is still a lower bound).
   std::atomic<std::uint64_t> consumedOther{0};
-  // The direct form's post (core/inline_collective.h): the address of the poster's send buffer,
-  // which the others read, and the mark it is lent under (shm_domain.h, Loan).
-  std::uint64_t sendAddress = 0;
-  std::uint32_t loanMark = 0;
+  union {
+    // A post of at most kHeadBytes: in the line that holds `index`, so that a reader has it as
+    // soon as it sees the index, instead of waiting for a second line from the poster's core
+    // (an 8-byte allreduce did so at every call).
+    std::byte head[kHeadBytes] = {};
+    // The direct form's post (core/inline_collective.h): the address of the poster's send
+    // buffer, which the others read, and the mark it is lent under (shm_domain.h, Loan).
+    struct {
+      std::uint64_t sendAddress;
+      std::uint32_t loanMark;
+    } lent;
+  };
   alignas(64) std::byte payload[kInlineBytes];
 };
+static_assert(offsetof(InlineSlot, payload) == 64, "a slot's header is one cache line");
 
 struct alignas(64) InlineArea {
   // The last index of each slot whose posts this member finished reading.

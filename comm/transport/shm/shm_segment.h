@@ -62,7 +62,7 @@ struct alignas(64) RingControl {
 constexpr int kLoanChannels = 64;
 
 struct alignas(64) SegmentHeader {
-  static constexpr std::uint64_t kMagic = 0x66746373686d3033ull;  // "ftcshm03"
+  static constexpr std::uint64_t kMagic = 0x66746373686d3034ull;  // "ftcshm04"
   std::uint64_t magic;
   std::uint64_t epoch;
   std::uint64_t ringBytes;
