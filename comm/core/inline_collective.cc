@@ -57,10 +57,11 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
       index_(firstIndex),
       slot_(static_cast<int>(firstIndex % 2)) {
   packSignature(signature, signature_);
-  const std::size_t posted = *postsOf(collective) == Posts::kBlocks
-                                 ? static_cast<std::size_t>(n_) * plan.block
-                                 : plan.block;
+  piecesOfBlocks_ = *postsOf(collective) == Posts::kBlocks;
+  const std::size_t posted =
+      piecesOfBlocks_ ? static_cast<std::size_t>(n_) * plan.block : plan.block;
   inHead_ = !plan.direct && plan.chunks == 1 && posted <= shm::kHeadBytes;
+  lends_ = plan.chunks > 1 && mayLend();
 }
 
 std::size_t InlineCollective::chunkBytes() const {
@@ -76,6 +77,17 @@ bool InlineCollective::keepsInput() const {
 const std::byte* InlineCollective::payload(int rank) const {
   const shm::InlineSlot& slot = group_.areas[static_cast<std::size_t>(rank)]->slots[slot_];
   return inHead_ ? slot.head : slot.payload;
+}
+
+const std::byte* InlineCollective::source(int rank) const {
+  const auto at = static_cast<std::size_t>(rank);
+  if (lenders_ && lenders_->byRank[at].at != nullptr) return lenders_->byRank[at].at;
+  // Of a chunk, this member reads the piece for it (reduce-scatter, all-to-all) or all of it.
+  const std::size_t piece = piecesOfBlocks_ ? static_cast<std::size_t>(rank_) : 0;
+  if (rank == rank_ && (lends_ || keepsInput())) {
+    return static_cast<const std::byte*>(args_.send) + piece * plan_.block + chunk_ * plan_.step;
+  }
+  return payload(rank) + piece * chunkBytes();
 }
 
 bool InlineCollective::mayPost() const {
@@ -103,7 +115,8 @@ void InlineCollective::post() {
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
   const auto* in = static_cast<const std::byte*>(args_.send);
   std::byte* into = inHead_ ? slot.head : slot.payload;
-  if (plan_.direct) {
+  if (!inHead_ && !plan_.direct) slot.lent.streamed = lends_ ? 1 : 0;
+  if (plan_.direct || lends_) {
     slot.lent.sendAddress = reinterpret_cast<std::uint64_t>(args_.send);
     slot.lent.loanMark = group_.domain->loanMark(group_.channels[static_cast<std::size_t>(rank_)]);
   } else if (keepsInput()) {
@@ -192,9 +205,10 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
       group_.areas[static_cast<std::size_t>(rank_)]->consumed[slot_].store(
           index_, std::memory_order_release);
       finished_ = true;
-      if (plan_.direct) {
-        // The peers wait for this (released()), and nothing else may come to wake them: a
-        // large one hands the wait to a progress thread that sleeps.
+      if (plan_.direct || (lenders_ && lenders_->read && chunk_ + 1 == plan_.chunks)) {
+        // The peers wait for this (released(), or a lender for its last chunk), and nothing
+        // else may come to wake them: a large one hands the wait to a progress thread that
+        // sleeps.
         woken_ = false;
         wakePeers();
       }
@@ -214,51 +228,57 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
     finished_ = false;
     next_ = 0;
   }
-  return true;
+  // A lender's buffers are the caller's again once every peer read its last chunk (and so the
+  // ones before: each reads them in order).
+  return !lends_ || consumedByPeers(index_ - 1);
 }
 
 Status InlineCollective::finish() {
+  if (chunkBytes() == 0) return Status::Ok();
+  // Only streamed collectives lend (mayLend), and every member's plan says alike whether this
+  // one streams: one chunk is in the posts.
+  if (plan_.chunks == 1) return combine();
+  FTCOMM_RETURN_IF_ERROR(takeLent());
+  FTCOMM_RETURN_IF_ERROR(combine());
+  return checkLent();
+}
+
+Status InlineCollective::combine() {
   const std::size_t es = dataTypeSize(args_.dtype);
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
-  if (length == 0) return Status::Ok();
   auto* out = static_cast<std::byte*>(args_.recv);
-  // Member r's part of the chunk: its post, or this member's own input where it kept it.
-  const auto* own = static_cast<const std::byte*>(args_.send) + offset;
-  auto posted = [&](int r) { return r == rank_ && keepsInput() ? own : payload(r); };
-  // Folds piece `piece` of every member's post into `into`, in rank order.
-  auto fold = [&](std::byte* into, std::size_t piece) -> Status {
-    const std::size_t at = piece * length, count = length / es;
-    if (n_ == 1) transport::copyBytes(into, posted(0) + at, length);
-    for (int r = 1; r < n_; ++r) {  // the first reduction also copies: into = post 0 OP post 1
-      const std::byte* so_far = r == 1 ? posted(0) + at : into;
+  // Folds every member's part into `into`, in rank order.
+  auto fold = [&](std::byte* into) -> Status {
+    const std::size_t count = length / es;
+    if (n_ == 1) transport::copyBytes(into, source(0), length);
+    for (int r = 1; r < n_; ++r) {  // the first reduction also copies: into = part 0 OP part 1
+      const std::byte* so_far = r == 1 ? source(0) : into;
       FTCOMM_RETURN_IF_ERROR(
-          algorithms::reduceFrom(args_.dtype, args_.op, into, so_far, posted(r) + at, count));
+          algorithms::reduceFrom(args_.dtype, args_.op, into, so_far, source(r), count));
     }
     if (args_.op == ReduceOp::kAvg) return algorithms::finishAverage(args_.dtype, into, count, n_);
     return Status::Ok();
   };
-  const auto self = static_cast<std::size_t>(rank_);
+  // Member r's part into block r of the result (an allgather in place lends its own block from
+  // where it already is).
+  auto gather = [&] {
+    for (int r = 0; r < n_; ++r) {
+      std::byte* into = out + static_cast<std::size_t>(r) * plan_.block + offset;
+      if (const std::byte* from = source(r); from != into) transport::copyBytes(into, from, length);
+    }
+  };
   switch (collective_) {
     case Collective::kAllReduce:
-      return fold(out + offset, 0);
-    case Collective::kReduce:
-      return rank_ == args_.root ? fold(out + offset, 0) : Status::Ok();
     case Collective::kReduceScatter:
-      return fold(out + offset, self);
+      return fold(out + offset);
+    case Collective::kReduce:
+      return rank_ == args_.root ? fold(out + offset) : Status::Ok();
     case Collective::kBroadcast:
-      if (rank_ != args_.root) transport::copyBytes(out + offset, payload(args_.root), length);
+      if (rank_ != args_.root) transport::copyBytes(out + offset, source(args_.root), length);
       return Status::Ok();
     case Collective::kAllGather:
-      for (int r = 0; r < n_; ++r) {
-        transport::copyBytes(out + static_cast<std::size_t>(r) * plan_.block + offset, payload(r),
-                             length);
-      }
-      return Status::Ok();
     case Collective::kAllToAll:
-      for (int r = 0; r < n_; ++r) {
-        transport::copyBytes(out + static_cast<std::size_t>(r) * plan_.block + offset,
-                             payload(r) + self * length, length);
-      }
+      gather();
       return Status::Ok();
     case Collective::kBarrier:
       return Status::Ok();

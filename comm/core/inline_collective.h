@@ -4,6 +4,12 @@
 // reduction folds them in rank order, so every member gets the same bits). No message, no
 // request, no allocation: one copy in, one pass over the slots out.
 //
+// A streamed collective (more than one chunk) lends where it can instead (inline_lend.cc): a
+// member whose input is allocMem memory, which the peers map, posts its send buffer's address
+// and no data, the peers read its chunks straight from there (one copy instead of two), and it
+// returns once they have read the last one. Each member decides alone; a reader takes each
+// peer's chunk from wherever that peer's post says it is.
+//
 // Every member waits for every post, even a broadcast's root, which reads nothing: the posts
 // carry the signatures, and two members that both think they are the root (or neither) must
 // fail with Mismatch rather than return without having exchanged anything.
@@ -99,10 +105,25 @@ class InlineCollective {
   Status readPeers();
   // The direct form: every member that reads this member's buffers is done with them.
   bool released() const;
+  // Every peer finished reading the posts of round `index` and those before it.
+  bool consumedByPeers(std::uint64_t index) const;
   std::size_t chunkBytes() const;  // of one block, in the current chunk
   const std::byte* payload(int rank) const;
+  // What this member reads of `rank`'s part of the current chunk: its post, this member's own
+  // input, or a lending member's send buffer (mapped, or read aside by takeLent()).
+  const std::byte* source(int rank) const;
   // This member posts no data and reads its input from the send buffer (a reduce's root).
   bool keepsInput() const;
+  // A streamed collective whose input lies in memory that the peers map (allocMem): this
+  // member posts no data, the peers read its chunks straight out of its send buffer, and it
+  // returns once they are done. Not where the member writes what its peers read meanwhile.
+  bool mayLend() const;
+  // Before a chunk's result: finds where each lending peer's part of it lies; after it, whether
+  // every lender kept its buffer lent meanwhile (ShmDomain::Loan).
+  Status takeLent();
+  Status checkLent() const;
+  // The current chunk's result from source(), once takeLent() found the lent parts.
+  Status combine();
 
   const InlineGroup& group_;
   const int rank_, n_;
@@ -119,8 +140,23 @@ class InlineCollective {
   algorithms::Staging staged_;  // an all-to-all in place, direct form: the blocks read
   bool woken_ = true;           // the peers were woken for the current post
   bool stoppedAtLimit_ = false;
-  int next_ = 0;  // ranks before it have posted the current chunk
-  bool inHead_;   // the posts fit in their slots' first lines (InlineSlot::head)
+  int next_ = 0;         // ranks before it have posted the current chunk
+  bool inHead_;          // the posts fit in their slots' first lines (InlineSlot::head)
+  bool lends_;           // mayLend(), decided once
+  bool piecesOfBlocks_;  // a post holds a piece of every block (Posts::kBlocks)
+  // What this member knows of the peers that lend (takeLent): none for one that never saw a
+  // lender (every collective of one chunk), which then costs no allocation.
+  struct Lender {
+    bool looked = false;            // its send buffer was looked for among the mappings
+    transport::PeerView view;       // as mapped here; null data: read with cross-memory attach
+    const std::byte* at = nullptr;  // its part of the current chunk; null: in its post
+  };
+  struct Lenders {
+    std::vector<Lender> byRank;
+    bool read = false;           // some part of the current chunk was read from a peer's buffer
+    algorithms::Staging staged;  // the parts read with cross-memory attach, by rank
+  };
+  std::unique_ptr<Lenders> lenders_;
 };
 
 // An inline collective on the engine (the caller's spin did not finish it).

@@ -44,11 +44,14 @@ struct alignas(64) InlineSlot {
     // soon as it sees the index, instead of waiting for a second line from the poster's core
     // (an 8-byte allreduce did so at every call).
     std::byte head[kHeadBytes] = {};
-    // The direct form's post (core/inline_collective.h): the address of the poster's send
-    // buffer, which the others read, and the mark it is lent under (shm_domain.h, Loan).
+    // The direct form's post (core/inline_collective.h), or a streamed one that lends: the
+    // address of the poster's send buffer, which the others read, and the mark it is lent under
+    // (shm_domain.h, Loan). `streamed`: this chunk of a streamed collective is not in the slot
+    // but in the send buffer (from allocMem, which the others map), to be read there.
     struct {
       std::uint64_t sendAddress;
       std::uint32_t loanMark;
+      std::uint32_t streamed;
     } lent;
   };
   alignas(64) std::byte payload[kInlineBytes];
