@@ -288,7 +288,6 @@ Status InlineCollective::combine() {
 }
 
 Result<bool> InlineTask::advance() {
-  if (!failed_.ok()) return failed_;
   for (int p = 0; p < transport_.size(); ++p) {
     if (p == transport_.rank()) continue;
     if (Status s = transport_.peerStatus(p); !s.ok()) {

@@ -162,9 +162,9 @@ class InlineCollective {
 // An inline collective on the engine (the caller's spin did not finish it).
 class InlineTask final : public algorithms::CollectiveTask {
  public:
-  // `failed`: what the caller's polls already found wrong.
-  InlineTask(transport::Transport& transport, InlineCollective run, Status failed)
-      : transport_(transport), run_(std::move(run)), failed_(std::move(failed)) {}
+  // What the caller's polls found wrong never comes here (submit_inline.cc fails the call).
+  InlineTask(transport::Transport& transport, InlineCollective run)
+      : transport_(transport), run_(std::move(run)) {}
   // A peer that died fails it (nothing else involves the peer: no request waits on it).
   Result<bool> advance() override;
   bool hasMoreWork() const override { return run_.stoppedAtLimit(); }
@@ -172,7 +172,6 @@ class InlineTask final : public algorithms::CollectiveTask {
  private:
   transport::Transport& transport_;
   InlineCollective run_;
-  Status failed_;
 };
 
 }  // namespace ftcomm::detail

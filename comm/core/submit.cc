@@ -30,15 +30,14 @@ void injectFault(const std::shared_ptr<CommState>& comm, const char* name, NextS
               [&] { comm->engine->dropConnections(comm->rendezvous.get()); });
 }
 
-// A call that ends before it starts.
+}  // namespace
+
 Work refused(const std::shared_ptr<CommState>& comm, std::shared_ptr<recorder::OpProgress> progress,
              Status why) {
   auto state = std::make_shared<WorkState>(comm->engine, std::move(progress), Clock::now());
   state->complete(std::move(why));
   return Work(std::move(state));
 }
-
-}  // namespace
 
 Work refusedAsBroken(const std::shared_ptr<CommState>& comm, const char* name, std::uint64_t seq,
                      std::shared_ptr<recorder::OpProgress> progress,

@@ -39,6 +39,10 @@ struct CollectiveCall {
 Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& call,
                       const OpOptions& options, const Status& valid);
 
+// A call that ends before it starts, with `why`.
+Work refused(const std::shared_ptr<CommState>& comm, std::shared_ptr<recorder::OpProgress> progress,
+             Status why);
+
 // The Work of collective `seq`, numbered while the communicator was already broken: it fails
 // with the error of the member that broke it if it is the collective that failed there, else
 // with Revoked. `lock` holds the engine's mutex; it is released.

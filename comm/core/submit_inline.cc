@@ -38,11 +38,23 @@ void cpuRelax() {
 }
 
 // Gives `run` to the engine, with its deadline, its failure handling and the notices to the
-// other members; `lock` holds the engine's mutex. `failed`: what the caller's polls found wrong.
+// other members; `lock` holds the engine's mutex. `failed`: what the caller's polls found wrong,
+// with which the call then fails at once, breaking the communicator as the engine would.
 Work handOff(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
              std::chrono::milliseconds timeout, std::uint64_t seq,
              std::shared_ptr<recorder::OpProgress> progress, InlineCollective run, Status failed,
              Clock::time_point start, std::unique_lock<std::mutex>& lock) {
+  if (!failed.ok()) {
+    // What this member's own polls found (a read of a buffer taken back, a mismatch) is the
+    // collective's error, even where a peer's notice of its own failure broke the communicator
+    // while this thread polled: the engine's thread runs meanwhile, and that notice says less.
+    const Status why(failed.code(), comm->describe(call.name, seq) + ": " + failed.message());
+    // The entry says how it failed before breakLocked's dump is written.
+    if (progress) progress->markFailed(why.toString());
+    comm->engine->breakLocked(*comm, why, seq, true);  // no-op when already broken
+    lock.unlock();
+    return refused(comm, std::move(progress), why);
+  }
   // Broken meanwhile: the engine failed the operations it had, not this one.
   if (!comm->broken.ok()) return refusedAsBroken(comm, call.name, seq, std::move(progress), lock);
   auto work = std::make_shared<WorkState>(comm->engine, std::move(progress), start + timeout);
@@ -56,7 +68,7 @@ Work handOff(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
   op->name = call.name;
   op->seq = seq;
   op->watchesSharedMemory = true;
-  op->task = std::make_unique<InlineTask>(*comm->transport, std::move(run), std::move(failed));
+  op->task = std::make_unique<InlineTask>(*comm->transport, std::move(run));
   comm->engine->startLocked(std::move(op));
   return Work(std::move(work));
 }
@@ -120,7 +132,7 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
     if (done.ok() && *done) return Work(succeededWorkState(progress.get()));
   }
 
-  // Not done within the spin (or failed): the engine takes it.
+  // Not done within the spin: the engine takes it; failed: the call fails here.
   lock.lock();
   return handOff(comm, call, timeout, seq, std::move(progress), std::move(run),
                  done.ok() ? Status::Ok() : done.status(), start, lock);
