@@ -27,7 +27,7 @@ std::size_t streamChunkBytes() {
 // The most bytes, counted as the algorithm choice counts them (algorithms/registry.h: the vector,
 // or the whole result of an allgather, the whole input of a reduce-scatter or all-to-all), of a
 // collective that runs inline. Past one slot a collective streams in chunks, in the calling
-// thread up to 16 MiB a block (submit_inline.cc; from the engine beyond, reached only through
+// thread up to 64 MiB a block (submit_inline.cc; from the engine beyond, reached only through
 // FTCOMM_INLINE_MAX_KIB, which caps a member's post instead, for measuring). Measured against the
 // direct algorithms in alternating runs (BENCHMARKS.md), and different on the two kinds of
 // machine these benchmarks ran on.
@@ -65,7 +65,7 @@ std::size_t streamChunkBytes() {
 //     allgather (128 KiB: 9.6-12.1 against 16.5-18.7 us; 64 KiB even to 1.3x faster; at 32 KiB
 //     the slot still wins, 4.0 against 4.5-5.0; 5 alternating runs, 20:00-20:15 UTC).
 // On AMD EPYC Zen 5 (family 0x1a), where copyBytes is memcpy (transport/copy_bytes.h), every
-// collective streams to 16 MiB at 2-4 ranks. Streamed against the limits below (measured on
+// collective streams to 64 MiB at 2-4 ranks. Streamed against the limits below (measured on
 // Zen 3), 2026-12-02 14:00-14:20 UTC, 3-8 alternating runs each (BENCHMARKS.md, "Zen 5"):
 //   - 2 ranks, to 2 MiB: broadcast 2.8-3.3x OpenMPI against 0.89-0.93x from 256 KiB (3.6-3.9x
 //     against 0.95-0.98x from 32 to 128 KiB), allgather 1.05-1.14x against 0.89-0.97x,
@@ -79,8 +79,15 @@ std::size_t streamChunkBytes() {
 //     1.16-1.55x against 0.69-0.88x, all-to-all 1.02-1.17x against 0.79-0.87x, reduce
 //     2.7-3.4x against 1.2-1.3x; 4 ranks, broadcast 2.3-3.2x against 1.0-1.1x, all-to-all
 //     1.01-1.10x against 0.82-0.94x, allreduce 1.5-1.9x against 1.0-1.2x;
-//   - at 32 MiB, past the 32 MiB L3, streaming fell to 0.06-0.5x in 4 of 6 runs, so the
-//     direct algorithms take it from there.
+//   - 32-64 MiB, past the 32 MiB L3, streamed from the engine (16 MiB was the calling thread's
+//     limit until 2026-12-02 17:10 UTC), fell to 0.06-0.5x in 4 of 6 runs; from the calling
+//     thread it did not, 8 alternating runs at 2 ranks, 16:59-17:05 UTC: broadcast 2.16-2.34x
+//     against 0.96-0.99x, allgather 1.31-1.37x against 0.90-0.94x, all-to-all 1.04-1.17x
+//     against 0.91-0.92x, allreduce 3.99-4.39x against 2.46-2.58x, reduce 2.4x against 1.3x;
+//     4 ranks (3 runs) ahead or even at each (all-to-all 0.99-1.00x against 0.93-0.97x).
+//     With allocMem buffers it is mixed (the 64 MiB allreduce 4.16x against the direct
+//     algorithms' 5.21x, the allgather 1.41-1.69x against 1.33-1.41x), ahead of OpenMPI by 1.3x
+//     or more either way. Beyond 64 MiB it was not measured: the direct algorithms take it.
 // Beyond 4 ranks it was not measured, so the Zen 3 limits hold there.
 // On Intel Xeon (Sapphire Rapids) a core reads what another core just wrote (a post) at a
 // fraction of the speed at which it reads a buffer at rest, which is what the direct algorithms
@@ -96,7 +103,7 @@ std::size_t streamChunkBytes() {
 //     256 KiB as on AMD.
 std::size_t inlineLimit(Collective collective, int ranks) {
   constexpr std::size_t kStreamBytes = std::size_t{2} << 20;
-  constexpr std::size_t kZen5StreamBytes = std::size_t{16} << 20;
+  constexpr std::size_t kZen5StreamBytes = std::size_t{64} << 20;
   constexpr std::size_t kSlot = shm::kInlineBytes;
   const bool two = ranks <= 2;
   const std::size_t direct = algorithms::directFromBytes(ranks) - 1;

@@ -28,8 +28,11 @@ constexpr unsigned kQuickPolls = 16;
 // to 16 MiB (inline_plan.cc), streaming 4-16 MiB from the engine fell to 0.12-0.5x OpenMPI in
 // one run in three or four (the caller and the engine's thread contend for the two cores), and
 // from the calling thread it did not (2 ranks, 8 alternating runs: allreduce 16 MiB 2.36-2.75x
-// against 0.12-2.06x from the engine).
-constexpr std::size_t kCallerStreamBytes = std::size_t{16} << 20;
+// against 0.12-2.06x from the engine). 16 MiB until 2026-12-02 17:10 UTC: at 32-64 MiB, streamed
+// from the calling thread, every collective beat the direct algorithms on Zen 5 where from the
+// engine it had fallen into the same slow runs (inline_plan.cc). A 64 MiB call then returns once
+// it is done, 5-11 ms at 2 ranks, instead of handing off at once.
+constexpr std::size_t kCallerStreamBytes = std::size_t{64} << 20;
 
 void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
