@@ -58,10 +58,12 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
       slot_(static_cast<int>(firstIndex % 2)) {
   packSignature(signature, signature_);
   piecesOfBlocks_ = *postsOf(collective) == Posts::kBlocks;
-  const std::size_t posted =
-      piecesOfBlocks_ ? static_cast<std::size_t>(n_) * plan.block : plan.block;
-  inHead_ = !plan.direct && plan.chunks == 1 && posted <= shm::kHeadBytes;
+  inHead_ = !plan.direct && plan.chunks == 1 && inputBytes() <= shm::kHeadBytes;
   lends_ = plan.chunks > 1 && mayLend();
+}
+
+std::size_t InlineCollective::inputBytes() const {
+  return piecesOfBlocks_ ? static_cast<std::size_t>(n_) * plan_.block : plan_.block;
 }
 
 std::size_t InlineCollective::chunkBytes() const {
@@ -115,7 +117,7 @@ void InlineCollective::post() {
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
   const auto* in = static_cast<const std::byte*>(args_.send);
   std::byte* into = inHead_ ? slot.head : slot.payload;
-  if (!inHead_ && !plan_.direct) slot.lent.streamed = lends_ ? 1 : 0;
+  if (plan_.chunks > 1) slot.lent.streamed = lends_ ? 1 : 0;  // read by takeLent() only
   if (plan_.direct || lends_) {
     slot.lent.sendAddress = reinterpret_cast<std::uint64_t>(args_.send);
     slot.lent.loanMark = group_.domain->loanMark(group_.channels[static_cast<std::size_t>(rank_)]);

@@ -114,10 +114,13 @@ class InlineCollective {
   const std::byte* source(int rank) const;
   // This member posts no data and reads its input from the send buffer (a reduce's root).
   bool keepsInput() const;
-  // A streamed collective whose input lies in memory that the peers map (allocMem): this
-  // member posts no data, the peers read its chunks straight out of its send buffer, and it
-  // returns once they are done. Not where the member writes what its peers read meanwhile.
+  // A streamed collective (more than one chunk: the caller checks) whose input lies in memory
+  // that the peers map (allocMem): this member posts no data, the peers read its chunks
+  // straight out of its send buffer, and it returns once they are done. Not where the member
+  // writes what its peers read meanwhile.
   bool mayLend() const;
+  // This member's input: its block, or one block per member (Posts::kBlocks).
+  std::size_t inputBytes() const;
   // Before a chunk's result: finds where each lending peer's part of it lies; after it, whether
   // every lender kept its buffer lent meanwhile (ShmDomain::Loan).
   Status takeLent();

@@ -57,13 +57,7 @@ Status InlineCollective::readPeers() {
 
 bool InlineCollective::released() const {
   // A broadcast's non-root lends nothing; every other member's send buffer is read by all.
-  if (collective_ == Collective::kBroadcast && rank_ != args_.root) return true;
-  for (int p = 0; p < n_; ++p) {
-    if (p == rank_) continue;
-    const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(p)];
-    if (area.consumed[slot_].load(std::memory_order_acquire) < index_) return false;
-  }
-  return true;
+  return (collective_ == Collective::kBroadcast && rank_ != args_.root) || consumedByPeers(index_);
 }
 
 }  // namespace ftcomm::detail

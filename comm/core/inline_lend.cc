@@ -3,7 +3,8 @@
 //
 // Without it, a streamed collective copies every chunk into its slot and out again even where
 // the direct algorithms read allocMem buffers with a single copy; on AMD Zen 5, where streaming
-// replaced them to 16 MiB (inline_plan.cc), that halved what allocMem buffers gained.
+// replaced them (to 16 MiB then, 64 MiB now: inline_plan.cc), that halved what allocMem buffers
+// gained.
 #include <algorithm>
 
 #include "core/inline_collective.h"
@@ -25,11 +26,11 @@ bool overlap(const void* a, std::size_t aBytes, const void* b, std::size_t bByte
 }  // namespace
 
 bool InlineCollective::mayLend() const {
-  if (plan_.direct || plan_.chunks < 2 || plan_.block == 0 || keepsInput()) return false;
+  if (plan_.block == 0 || keepsInput()) return false;
   const Posts posts = *postsOf(collective_);
   if (posts == Posts::kNothing || (posts == Posts::kRoot && rank_ != args_.root)) return false;
   const std::size_t n = static_cast<std::size_t>(n_);
-  const std::size_t sendBytes = posts == Posts::kBlocks ? n * plan_.block : plan_.block;
+  const std::size_t sendBytes = inputBytes();
   // Nothing this member writes may be what a peer still reads: a broadcast's root writes
   // nothing, an allgather in place only the blocks beside its own, a reduce's other members
   // nothing; the rest write their whole result.
@@ -58,15 +59,13 @@ bool InlineCollective::mayLend() const {
 Status InlineCollective::takeLent() {
   if (lenders_) lenders_->read = false;
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
-  const Posts posts = *postsOf(collective_);
   const std::size_t n = static_cast<std::size_t>(n_);
-  const std::size_t piece = posts == Posts::kBlocks ? static_cast<std::size_t>(rank_) : 0;
-  const std::size_t sendBytes = posts == Posts::kBlocks ? n * plan_.block : plan_.block;
+  const std::size_t piece = piecesOfBlocks_ ? static_cast<std::size_t>(rank_) : 0;
   for (int p = 0; p < n_; ++p) {
     if (p == rank_) continue;
     const auto at = static_cast<std::size_t>(p);
     const shm::InlineSlot& slot = group_.areas[at]->slots[slot_];
-    if (inHead_ || slot.lent.streamed == 0) {
+    if (slot.lent.streamed == 0) {
       if (lenders_) lenders_->byRank[at].at = nullptr;
       continue;
     }
@@ -78,7 +77,7 @@ Status InlineCollective::takeLent() {
     const std::uint64_t address = slot.lent.sendAddress;
     if (!lender.looked) {  // once: a lender not mapped here is read with cross-memory attach
       lender.looked = true;
-      lender.view = group_.domain->viewMember(group_.members[at], address, sendBytes);
+      lender.view = group_.domain->viewMember(group_.members[at], address, inputBytes());
     }
     lenders_->read = true;
     if (lender.view.data != nullptr) {
