@@ -101,6 +101,21 @@ std::size_t streamChunkBytes() {
 //   - broadcast beyond 2 ranks and reduce stream to 2 MiB as on AMD (4 ranks, 1 MiB: broadcast
 //     257 against 289 us direct, reduce 407 against 568 us), allreduce at 2 ranks inline to
 //     256 KiB as on AMD.
+// On the Xeon of 2026-12-02 (family 6 model 167, 105 MiB L3), streamed from the calling thread
+// (to 64 MiB since then: submit_inline.cc), a broadcast at 3-4 ranks streams to 64 MiB and one
+// at 2 ranks from 8 MiB to 64 MiB (intelStreamsBroadcast), with heap buffers, 2 alternating runs
+// each (BENCHMARKS.md, "Xeon, 2026-12-02"): 2 ranks 8-64 MiB 1.12-1.47x OpenMPI against
+// 0.92-1.01x direct (16 MiB 2.97 against 4.17 ms), at 1-4 MiB streaming lost (0.54-0.97x
+// against 0.96-1.06x); 4 ranks 4-64 MiB 0.98-1.59x against 0.69-1.29x (8 MiB 3.43 against
+// 5.27 ms). Allgather and all-to-all streamed lost at every size from 1 to 64 MiB at 2 ranks
+// (0.46-0.95x against 0.94-1.04x), and so did allreduce (16 MiB 1.21x against 1.50x).
+// Whether a broadcast past the Intel limit below streams all the same (the comment above).
+bool intelStreamsBroadcast(Collective collective, int ranks, std::size_t total) {
+  constexpr std::size_t kFrom = std::size_t{8} << 20, kTo = std::size_t{64} << 20;
+  return collective == Collective::kBroadcast && !transport::amdProcessor() && ranks <= 4 &&
+         total <= kTo && (ranks > 2 || total >= kFrom);
+}
+
 std::size_t inlineLimit(Collective collective, int ranks) {
   constexpr std::size_t kStreamBytes = std::size_t{2} << 20;
   constexpr std::size_t kZen5StreamBytes = std::size_t{64} << 20;
@@ -179,7 +194,8 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   const std::size_t total = collective == Collective::kAllGather ? bytes * ranks : bytes;
   static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
   if (overridden > 0 ? bytes > static_cast<std::size_t>(overridden) * 1024
-                     : total > inlineLimit(collective, ranks)) {
+                     : total > inlineLimit(collective, ranks) &&
+                           !intelStreamsBroadcast(collective, ranks, total)) {
     // Where the registry would pick the direct algorithm: its inline form.
     static const bool directForm = [] {
       const int value = envInt("FTCOMM_INLINE_DIRECT", 1);
