@@ -109,7 +109,8 @@ std::size_t streamChunkBytes() {
 // against 0.96-1.06x); 4 ranks 4-64 MiB 0.98-1.59x against 0.69-1.29x (8 MiB 3.43 against
 // 5.27 ms). Allgather and all-to-all streamed lost at every size from 1 to 64 MiB at 2 ranks
 // (0.46-0.95x against 0.94-1.04x), and so did allreduce (16 MiB 1.21x against 1.50x).
-// Whether a broadcast past the Intel limit below streams all the same (the comment above).
+
+// The one band past inlineLimit that still runs inline: an Intel broadcast (the comment above).
 bool intelStreamsBroadcast(Collective collective, int ranks, std::size_t total) {
   constexpr std::size_t kFrom = std::size_t{8} << 20, kTo = std::size_t{64} << 20;
   return collective == Collective::kBroadcast && !transport::amdProcessor() && ranks <= 4 &&

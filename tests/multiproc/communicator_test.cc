@@ -301,8 +301,7 @@ TEST_CASE(
     "shared memory: buffers from allocMem give every collective's right result at 2-4 ranks") {
   // Also with every collective whose posts are up to 16 MiB streamed through the inline slots,
   // as on AMD Zen 5 (inline_plan.cc): the members then lend their allocMem inputs, and the peers
-  // read the
-  // chunks from there instead of from the slots (inline_lend.cc), in place and not.
+  // read the chunks from there instead of from the slots (inline_lend.cc), in place and not.
   for (const std::string streamed : {"", "FTCOMM_INLINE_MAX_KIB=16384"}) {
     for (int ranks : {2, 3, 4}) {
       const std::vector<std::string> env =
