@@ -60,6 +60,24 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   piecesOfBlocks_ = *postsOf(collective) == Posts::kBlocks;
   inHead_ = !plan.direct && plan.chunks == 1 && inputBytes() <= shm::kHeadBytes;
   lends_ = plan.chunks > 1 && mayLend();
+  readsOwnInput_ = readsOwnInput();
+}
+
+bool InlineCollective::readsOwnInput() const {
+  if (plan_.chunks != 1 || plan_.direct) return false;
+  const Posts posts = *postsOf(collective_);
+  if (posts != Posts::kInput && posts != Posts::kBlocks) return false;
+  const bool gathers =
+      collective_ == Collective::kAllGather || collective_ == Collective::kAllToAll;
+  const auto* in = static_cast<const std::byte*>(args_.send) +
+                   (piecesOfBlocks_ ? static_cast<std::size_t>(rank_) * plan_.block : 0);
+  const auto* out = static_cast<const std::byte*>(args_.recv);
+  const std::size_t outBytes = gathers ? static_cast<std::size_t>(n_) * plan_.block : plan_.block;
+  if (in + plan_.block <= out || out + outBytes <= in) return true;  // apart
+  // In place, where nothing is written over this member's part before it is read: a gather's own
+  // block is where its result goes, and a fold reads parts 0 and 1 before it first writes.
+  if (gathers) return in == out + static_cast<std::size_t>(rank_) * plan_.block;
+  return collective_ != Collective::kReduceScatter && in == out && rank_ <= 1;
 }
 
 std::size_t InlineCollective::inputBytes() const {
@@ -86,7 +104,7 @@ const std::byte* InlineCollective::source(int rank) const {
   if (lenders_ && lenders_->byRank[at].at != nullptr) return lenders_->byRank[at].at;
   // Of a chunk, this member reads the piece for it (reduce-scatter, all-to-all) or all of it.
   const std::size_t piece = piecesOfBlocks_ ? static_cast<std::size_t>(rank_) : 0;
-  if (rank == rank_ && (lends_ || keepsInput())) {
+  if (rank == rank_ && (lends_ || keepsInput() || readsOwnInput_)) {
     return static_cast<const std::byte*>(args_.send) + piece * plan_.block + chunk_ * plan_.step;
   }
   return payload(rank) + piece * chunkBytes();
