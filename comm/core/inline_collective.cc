@@ -64,7 +64,7 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
 }
 
 bool InlineCollective::readsOwnInput() const {
-  if (plan_.chunks != 1 || plan_.direct) return false;
+  if (plan_.direct || lends_) return false;
   const Posts posts = *postsOf(collective_);
   if (posts != Posts::kInput && posts != Posts::kBlocks) return false;
   const bool gathers =

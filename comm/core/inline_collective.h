@@ -114,12 +114,13 @@ class InlineCollective {
   const std::byte* source(int rank) const;
   // This member posts no data and reads its input from the send buffer (a reduce's root).
   bool keepsInput() const;
-  // This member reads its own part of a one-chunk collective from its input rather than from
-  // its post, a copy of it: a load from the post waits for the post's stores, which wait for
-  // the lines the peers poll (on AMD EPYC Zen 5, a tenth of an 8-byte allreduce's samples sat on
-  // that load; reading the input took the 2-rank call from 0.65 to 0.48 us, and 4-64 KiB
-  // allreduces 25-40% faster). Not where the input is overwritten before it is read (in place,
-  // except where that cannot happen).
+  // This member reads its own part of each chunk from its input rather than from its post, a
+  // copy of it: a load from the post waits for the post's stores, which wait for the lines the
+  // peers poll (on AMD EPYC Zen 5, a tenth of an 8-byte allreduce's samples sat on that load;
+  // reading the input took the 2-rank call from 0.65 to 0.48 us, 4-64 KiB allreduces 25-40%
+  // faster, and streamed 1-16 MiB allreduces 20-30%). Not where the input is overwritten before
+  // it is read (in place, except where that cannot happen), nor in the direct form or a loan,
+  // which read the input anyway.
   bool readsOwnInput() const;
   // A streamed collective (more than one chunk: the caller checks) whose input lies in memory
   // that the peers map (allocMem): this member posts no data, the peers read its chunks
