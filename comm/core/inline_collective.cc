@@ -146,8 +146,9 @@ void InlineCollective::post() {
     // A broadcast's data is in its one buffer (send and recv are the same).
     transport::copyBytes(into, in + offset, length);
   } else if (length > 0 && posts == Posts::kBlocks) {
-    // This chunk of every block, packed.
+    // This chunk of every block, packed; this member's own block only where it reads the post.
     for (int p = 0; p < n_; ++p) {
+      if (p == rank_ && readsOwnInput_) continue;
       const auto at = static_cast<std::size_t>(p);
       transport::copyBytes(into + at * length, in + at * plan_.block + offset, length);
     }
