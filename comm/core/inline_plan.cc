@@ -222,9 +222,14 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
     plan.chunks = 1;
     return plan;
   }
-  // Beyond a slot, pieces that stay in cache on both sides.
+  // Beyond a slot, pieces that stay in cache on both sides: a chunk of every block (all-to-all,
+  // reduce-scatter) of the same size as the others' chunk of their one block while the slot holds
+  // them all (to 4 ranks). Against the chunk split in pieces, 2 alternating runs, 256 KiB to
+  // 64 MiB: at 2 ranks the all-to-all 5-15% faster and the reduce-scatter 20-30%; at 4 ranks
+  // both 1.4-2.4x faster (all-to-all 0.43-0.73x OpenMPI -> 0.73-1.02x).
   const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
-  plan.step = std::max<std::size_t>(streamChunkBytes() / pieces / es, 1) * es;
+  plan.step =
+      std::max<std::size_t>(std::min(streamChunkBytes(), shm::kInlineBytes / pieces) / es, 1) * es;
   plan.chunks = plan.block == 0 ? 1 : (plan.block + plan.step - 1) / plan.step;
   return plan;
 }
