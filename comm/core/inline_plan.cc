@@ -225,8 +225,9 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   // Beyond a slot, pieces that stay in cache on both sides: a chunk of every block (all-to-all,
   // reduce-scatter) of the same size as the others' chunk of their one block while the slot holds
   // them all (to 4 ranks). Against the chunk split in pieces, 2 alternating runs, 256 KiB to
-  // 64 MiB: at 2 ranks the all-to-all 5-15% faster and the reduce-scatter 20-30%; at 4 ranks
-  // both 1.4-2.4x faster (all-to-all 0.43-0.73x OpenMPI -> 0.73-1.02x).
+  // 64 MiB: at 2 ranks the all-to-all up to 20% faster (512 KiB-16 MiB) and the reduce-scatter
+  // 20-30% (to 16 MiB); at 4 ranks the all-to-all 1.3-1.65x faster (0.43-0.73x OpenMPI ->
+  // 0.73-1.02x) and the reduce-scatter 1.2-2.4x.
   const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
   plan.step =
       std::max<std::size_t>(std::min(streamChunkBytes(), shm::kInlineBytes / pieces) / es, 1) * es;
