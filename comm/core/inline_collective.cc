@@ -113,8 +113,8 @@ const std::byte* InlineCollective::source(int rank) const {
 bool InlineCollective::mayPost() const {
   if (index_ <= 2) return true;
   // Every member must have read this member's previous post in this slot (index - 2): the
-  // peers, and this member itself (its own result comes from its post too). A peer's last post,
-  // in the other slot, usually says so already.
+  // peers, and this member itself (in place, its own part may come from its post). A peer's last
+  // post, in the other slot, usually says so already.
   const std::uint64_t needed = index_ - 2;
   for (int p = 0; p < n_; ++p) {
     const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(p)];

@@ -6,10 +6,10 @@
 // An area has two slots, used in turn by the communicator's inline collectives (the k-th uses
 // slot k % 2). A member posts its input into its slot and publishes the slot's `index` (k) last,
 // with release order; the others wait for `index` to reach k, check the signature, and read.
-// Before a member posts the k-th, every member (itself included: its own result is read from
-// its post too) must have finished reading its (k-2)-th, the last one in that slot: each member
-// publishes, per slot, the last index it finished reading (`consumed`), and a post carries the
-// poster's value for the other slot, which is usually all the next poster needs to look at.
+// Before a member posts the k-th, every member (itself included: in place, its own part may be
+// read from its post) must have finished reading its (k-2)-th, the last one in that slot: each
+// member publishes, per slot, the last index it finished reading (`consumed`), and a post carries
+// the poster's value for the other slot, which is usually all the next poster needs to look at.
 //
 // `announced` names the collective a member is in when it runs one the ordinary way (messages):
 // a member waiting in an inline collective with the same sequence number then reports Mismatch
