@@ -1,6 +1,7 @@
 // The in-process flight recorder: the ring, state changes, dump files and SIGUSR1.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -91,6 +92,39 @@ TEST_CASE("entry times are CLOCK_MONOTONIC nanoseconds, whichever clock the entr
   CHECK(e.started_ns() - e.scheduled_ns() < 1'000'000'000);
   CHECK(e.ended_ns() - e.started_ns() >= 20'000'000 - kSlack);
   CHECK(dump.monotonic_at_dump_ns() >= e.ended_ns());
+}
+
+TEST_CASE("entry times taken on every core agree with CLOCK_MONOTONIC taken there") {
+  // Where entries read the TSC (recorder_clock.h), each core's must agree with the others': an
+  // entry written on one core lands between clock readings taken on it, once converted.
+  cpu_set_t allowed;
+  REQUIRE(::sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  FlightRecorder recorder(CPU_SETSIZE);
+  struct Taken {
+    std::int64_t before, after;
+  };
+  std::vector<Taken> taken;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    std::thread([&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0);
+      const std::int64_t before = monotonicNs();
+      recorder.record(allreduce(taken.size() + 1))->markCompleted();
+      taken.push_back({before, monotonicNs()});
+    }).join();
+  }
+  const pb::Dump dump = recorder.snapshot("test");
+  REQUIRE(static_cast<std::size_t>(dump.entries_size()) == taken.size());
+  constexpr std::int64_t kSlack = 1000;  // as above
+  for (std::size_t i = 0; i < taken.size(); ++i) {
+    const pb::Entry& e = dump.entries(static_cast<int>(i));
+    INFO("entry " << i);
+    CHECK(e.scheduled_ns() >= taken[i].before - kSlack);
+    CHECK(e.ended_ns() <= taken[i].after + kSlack);
+  }
 }
 
 TEST_CASE("an operation completed within its call is started when scheduled and ends later") {
