@@ -89,6 +89,17 @@ std::size_t streamChunkBytes() {
 //     algorithms' 5.21x, the allgather 1.41-1.69x against 1.33-1.41x), ahead of OpenMPI by 1.3x
 //     or more either way. Beyond 64 MiB it was not measured: the direct algorithms take it.
 // Beyond 4 ranks it was not measured, so the Zen 3 limits hold there.
+// Except a broadcast at 3-4 ranks, which goes direct past one slot since 2026-12-03: the same VM
+// moves a line between its two vCPUs either in 0.06-0.08 us or in 0.29-0.43 us, from one minute
+// to the next (ftcomm-bench-handover), and the figures above are likely from the fast level (an
+// 8-byte allreduce took 0.24-0.35 us then, 0.21-0.27 us at the fast level today). At the
+// slow one, where it spent most of 2026-12-03, 4 ranks, 10-16 alternating runs, direct against
+// streamed (medians): 512 KiB 0.88x OpenMPI against 0.76x, 1-4 MiB 0.93-0.98x against
+// 0.79-0.80x, 8-16 MiB 1.08-1.39x against 1.03-1.33x, and streamed it fell to 0.07-0.5x in some
+// runs where direct stayed above 0.68x. That the fast level loses (2.0-3.2x OpenMPI streamed
+// against 0.89-1.15x direct on 2026-12-02) is the price of a choice the planner cannot make per
+// run: it would need to know the level now, on every member alike. Against the build before,
+// 6 alternating runs at the slow level, 512 KiB-16 MiB: 0.55-1.01x -> 0.83-1.67x (medians).
 // On Intel Xeon (Sapphire Rapids) a core reads what another core just wrote (a post) at a
 // fraction of the speed at which it reads a buffer at rest, which is what the direct algorithms
 // read, so they win from smaller sizes (3 alternating runs each, 2026-12-01):
@@ -124,7 +135,9 @@ std::size_t inlineLimit(Collective collective, int ranks) {
   const bool two = ranks <= 2;
   const std::size_t direct = algorithms::directFromBytes(ranks) - 1;
   if (transport::amdProcessor()) {
-    if (transport::amdZen5OrLater() && ranks <= 4) return kZen5StreamBytes;
+    if (transport::amdZen5OrLater() && ranks <= 4) {
+      return collective == Collective::kBroadcast && !two ? kSlot : kZen5StreamBytes;
+    }
     switch (collective) {
       case Collective::kBroadcast:
         return two ? direct : kSlot;
