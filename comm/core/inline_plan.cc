@@ -14,14 +14,47 @@ using algorithms::Collective;
 
 namespace {
 
-// Beyond a slot, a collective streams through the slots in chunks of this size (per member's
-// post), while that beats the direct algorithms (measured: inlineLimit).
-std::size_t streamChunkBytes() {
-  static const std::size_t bytes = [] {
-    const int kib = envInt("FTCOMM_INLINE_CHUNK_KIB", 64);
-    return std::min(static_cast<std::size_t>(kib > 0 ? kib : 64) * 1024, shm::kInlineBytes);
-  }();
-  return bytes;
+// The slot's size when the limits below were measured, before 2026-12-03 (256 KiB): the unit of
+// inlineLimit's rules everywhere but on Zen 5.
+constexpr std::size_t kMeasuredSlot = std::size_t{256} << 10;
+
+// How much of a slot a collective uses: a post of up to `whole` bytes goes in one chunk; a larger
+// one streams in chunks of `chunk` bytes of every block.
+struct SlotUse {
+  std::size_t whole = kMeasuredSlot;
+  std::size_t chunk = std::size_t{64} << 10;
+};
+
+// 64 KiB chunks in 256 KiB slots everywhere until 2026-12-03, chosen so that each chunk stays in
+// cache on both sides. On AMD Zen 5 (2 and 4 ranks, 2 vCPUs) the rounds cost more than the cache
+// misses: every chunk is a post, a wait and a consumed mark, each a cache line handed between the
+// cores (0.06-0.43 us a hand-over there, ftcomm-bench-handover). So there a post of up to 512 KiB
+// goes in one chunk, and a larger one streams in chunks of 512 KiB (of every block, 128 KiB at 4
+// ranks, for all-to-all and reduce-scatter). Against 64 KiB chunks in 256 KiB slots, 4
+// alternating runs, medians of ftcomm / OpenMPI busbw (BENCHMARKS.md, "Fewer, larger chunks on
+// Zen 5"):
+//   - 4 ranks on 2 cores, 1-16 MiB: allreduce 0.81-1.17x -> 1.11-1.45x, reduce 0.85-1.86x ->
+//     1.60-2.86x, broadcast 1.03-1.52x -> 1.48-2.75x, all-to-all 0.96-1.06x -> 1.06-1.25x,
+//     allgather 1.50-2.25x -> 1.85-2.28x;
+//   - 2 ranks, 512 KiB-8 MiB: broadcast 1.79-2.08x -> 2.13-2.49x, all-to-all 0.76-0.97x ->
+//     0.83-1.09x, allgather 0.94-1.26x -> 1.00-1.30x, reduce even to 20% faster, allreduce
+//     1.55x -> 1.97x at 512 KiB and within 6% either way at 1-8 MiB.
+// The cost: at 2 ranks from 16 MiB, at the fast hand-over, 512 KiB chunks lost 10-20% (allreduce
+// 2.38x -> 1.97x at 16 MiB, broadcast 2.13-2.72x -> 1.73-2.43x, reduce 2.24-2.46x ->
+// 2.05-2.19x at 16-64 MiB). Going back to 64 KiB chunks there (3 alternating runs, 4-64 MiB) won
+// at the fast hand-over (allreduce 16 MiB 2.63x against 2.05x) and lost at the slow one
+// (broadcast 16-64 MiB 1.50-1.56x against 1.65-2.05x), so one chunk size stays. 256 KiB chunks in
+// the old slots gained about half as much as 512 KiB ones; 1 MiB slots lost where a post of 1 MiB
+// went in one chunk (a 1 MiB allreduce 0.80-0.86x: nothing overlaps in one chunk).
+// FTCOMM_INLINE_CHUNK_KIB sets the chunk (for measuring).
+SlotUse slotUse(int ranks) {
+  static const int chunkKib = envInt("FTCOMM_INLINE_CHUNK_KIB", 0);
+  static const bool zen5 = transport::amdZen5OrLater();
+  SlotUse use;
+  if (zen5 && ranks <= 4) use.whole = use.chunk = shm::kInlineBytes;
+  if (chunkKib > 0)
+    use.chunk = std::min(static_cast<std::size_t>(chunkKib) << 10, shm::kInlineBytes);
+  return use;
 }
 
 // The most bytes, counted as the algorithm choice counts them (algorithms/registry.h: the vector,
@@ -89,17 +122,12 @@ std::size_t streamChunkBytes() {
 //     algorithms' 5.21x, the allgather 1.41-1.69x against 1.33-1.41x), ahead of OpenMPI by 1.3x
 //     or more either way. Beyond 64 MiB it was not measured: the direct algorithms take it.
 // Beyond 4 ranks it was not measured, so the Zen 3 limits hold there.
-// Except a broadcast at 3-4 ranks, which goes direct past one slot since 2026-12-03: the same VM
-// moves a line between its two vCPUs either in 0.06-0.08 us or in 0.29-0.43 us, from one minute
-// to the next (ftcomm-bench-handover), and the figures above are likely from the fast level (an
-// 8-byte allreduce took 0.24-0.35 us then, 0.21-0.27 us at the fast level today). At the
-// slow one, where it spent most of 2026-12-03, 4 ranks, 10-16 alternating runs, direct against
-// streamed (medians): 512 KiB 0.88x OpenMPI against 0.76x, 1-4 MiB 0.93-0.98x against
-// 0.79-0.80x, 8-16 MiB 1.08-1.39x against 1.03-1.33x, and streamed it fell to 0.07-0.5x in some
-// runs where direct stayed above 0.68x. That the fast level loses (2.0-3.2x OpenMPI streamed
-// against 0.89-1.15x direct on 2026-12-02) is the price of a choice the planner cannot make per
-// run: it would need to know the level now, on every member alike. Against the build before,
-// 6 alternating runs at the slow level, 512 KiB-16 MiB: 0.55-1.01x -> 0.83-1.67x (medians).
+// A broadcast at 3-4 ranks went direct past one slot from 2026-12-03 (3fec0bc) until the chunks
+// grew to 512 KiB the same day (slotUse): with 64 KiB chunks, at the slow hand-over (the same VM
+// moves a line between its two vCPUs in 0.06-0.08 us or in 0.29-0.43 us, from one minute to the
+// next: ftcomm-bench-handover), streaming had read 0.76-0.80x OpenMPI at 512 KiB-4 MiB against
+// 0.88-0.98x direct. With 512 KiB chunks, 4 alternating runs at the slow hand-over, streaming
+// reads 1.48-2.75x from 512 KiB to 64 MiB against 0.84-1.52x for the build that went direct.
 // On Intel Xeon (Sapphire Rapids) a core reads what another core just wrote (a post) at a
 // fraction of the speed at which it reads a buffer at rest, which is what the direct algorithms
 // read, so they win from smaller sizes (3 alternating runs each, 2026-12-01):
@@ -131,12 +159,12 @@ bool intelStreamsBroadcast(Collective collective, int ranks, std::size_t total) 
 std::size_t inlineLimit(Collective collective, int ranks) {
   constexpr std::size_t kStreamBytes = std::size_t{2} << 20;
   constexpr std::size_t kZen5StreamBytes = std::size_t{64} << 20;
-  constexpr std::size_t kSlot = shm::kInlineBytes;
+  constexpr std::size_t kSlot = kMeasuredSlot;
   const bool two = ranks <= 2;
   const std::size_t direct = algorithms::directFromBytes(ranks) - 1;
   if (transport::amdProcessor()) {
     if (transport::amdZen5OrLater() && ranks <= 4) {
-      return collective == Collective::kBroadcast && !two ? kSlot : kZen5StreamBytes;
+      return kZen5StreamBytes;
     }
     switch (collective) {
       case Collective::kBroadcast:
@@ -230,20 +258,21 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
     return plan;
   }
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
-  if (bytes <= shm::kInlineBytes) {  // one chunk (and no divisions: this runs on every call)
+  const bool blocks = *posts == Posts::kBlocks;
+  const SlotUse use = slotUse(ranks);
+  if (bytes <= use.whole) {  // one chunk (and no divisions: this runs on every call)
     plan.step = std::max(plan.block, es);
     plan.chunks = 1;
     return plan;
   }
-  // Beyond a slot, pieces that stay in cache on both sides: a chunk of every block (all-to-all,
-  // reduce-scatter) of the same size as the others' chunk of their one block while the slot holds
-  // them all (to 4 ranks). Against the chunk split in pieces, 2 alternating runs, 256 KiB to
-  // 64 MiB: at 2 ranks the all-to-all up to 20% faster (512 KiB-16 MiB) and the reduce-scatter
-  // 20-30% (to 16 MiB); at 4 ranks the all-to-all 1.3-1.65x faster (0.43-0.73x OpenMPI ->
-  // 0.73-1.02x) and the reduce-scatter 1.2-2.4x.
-  const std::size_t pieces = *posts == Posts::kBlocks ? static_cast<std::size_t>(ranks) : 1;
-  plan.step =
-      std::max<std::size_t>(std::min(streamChunkBytes(), shm::kInlineBytes / pieces) / es, 1) * es;
+  // Beyond that, a chunk of every block (all-to-all, reduce-scatter) of the same size as the
+  // others' chunk of their one block while the slot holds them all (to 4 ranks). Against the
+  // chunk split in pieces, 2 alternating runs, 256 KiB to 64 MiB: at 2 ranks the all-to-all up
+  // to 20% faster (512 KiB-16 MiB) and the reduce-scatter 20-30% (to 16 MiB); at 4 ranks the
+  // all-to-all 1.3-1.65x faster (0.43-0.73x OpenMPI -> 0.73-1.02x) and the reduce-scatter
+  // 1.2-2.4x.
+  const std::size_t pieces = blocks ? static_cast<std::size_t>(ranks) : 1;
+  plan.step = std::max<std::size_t>(std::min(use.chunk, use.whole / pieces) / es, 1) * es;
   plan.chunks = plan.block == 0 ? 1 : (plan.block + plan.step - 1) / plan.step;
   return plan;
 }
