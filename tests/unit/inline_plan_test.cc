@@ -1,0 +1,94 @@
+// The plan of an inline collective (core/inline_collective.h, inlineChunking): every chunk fits
+// its slot, the chunks cover the block exactly once, and the chunk sizes are the ones
+// core/inline_plan.cc says it uses on this processor.
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <vector>
+
+#include "core/inline_collective.h"
+#include "core/inline_posts.h"
+#include "transport/cpu_vendor.h"
+#include "transport/shm/inline_area.h"
+
+using ftcomm::DataType;
+using ftcomm::dataTypeSize;
+using ftcomm::algorithms::Collective;
+using ftcomm::detail::inlineChunking;
+using ftcomm::detail::InlineChunking;
+using ftcomm::detail::Posts;
+using ftcomm::detail::postsOf;
+
+namespace {
+
+constexpr Collective kCollectives[] = {Collective::kAllReduce,     Collective::kBroadcast,
+                                       Collective::kReduce,        Collective::kAllGather,
+                                       Collective::kReduceScatter, Collective::kAllToAll};
+
+// Element counts on either side of the slot's size and of the limits, in elements of `es`
+// bytes: every power of two from 1 byte to 64 MiB, its neighbours, and a few odd ones.
+std::vector<std::size_t> countsFor(std::size_t es) {
+  std::vector<std::size_t> counts;
+  for (std::size_t bytes = 1; bytes <= (std::size_t{64} << 20); bytes *= 2) {
+    for (std::size_t b : {bytes - 1, bytes, bytes + 1, bytes * 3 / 2 + 7}) {
+      if (b >= es) counts.push_back(b / es);
+    }
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("every inline plan's chunks fit their slot and cover each block once") {
+  const DataType dtype = GENERATE(DataType::kFloat32, DataType::kFloat16, DataType::kInt64);
+  const int ranks = GENERATE(1, 2, 3, 4, 5, 8);
+  const std::size_t es = dataTypeSize(dtype);
+  for (Collective collective : kCollectives) {
+    const bool pieces = postsOf(collective) == Posts::kBlocks;
+    for (std::size_t count : countsFor(es)) {
+      // A reduce-scatter's and an all-to-all's count is that of one member's block.
+      const InlineChunking plan = inlineChunking(collective, count, dtype, ranks, true);
+      if (plan.chunks == 0 || plan.direct) continue;
+      INFO("collective " << static_cast<int>(collective) << ", " << ranks << " ranks, " << count
+                         << " elements of " << es << " bytes: " << plan.chunks << " chunks of "
+                         << plan.step << " bytes, block " << plan.block);
+      REQUIRE(plan.step % es == 0);
+      REQUIRE(plan.step * (pieces ? static_cast<std::size_t>(ranks) : 1) <=
+              ftcomm::shm::kInlineBytes);
+      if (plan.block == 0) {
+        REQUIRE(plan.chunks == 1);
+        continue;
+      }
+      REQUIRE(plan.chunks * plan.step >= plan.block);
+      REQUIRE((plan.chunks - 1) * plan.step < plan.block);
+    }
+  }
+}
+
+TEST_CASE("a streamed collective moves the chunk size this processor's plan names") {
+  const std::size_t mib = std::size_t{1} << 20;
+  const bool zen5 = ftcomm::transport::amdZen5OrLater();
+  // A 1 MiB reduce of float32 at 2 ranks streams on every processor (to 2 MiB elsewhere, to
+  // 64 MiB on Zen 5).
+  const InlineChunking two =
+      inlineChunking(Collective::kReduce, mib / 4, DataType::kFloat32, 2, true);
+  REQUIRE(two.chunks > 1);
+  REQUIRE(!two.direct);
+  // Zen 5: whole 512 KiB slots (inline_plan.cc, slotUse); elsewhere 64 KiB chunks.
+  REQUIRE(two.step == (zen5 ? ftcomm::shm::kInlineBytes : std::size_t{64} << 10));
+  if (zen5) {
+    // An all-to-all's post holds a chunk of every member's block: 128 KiB each at 4 ranks.
+    const InlineChunking blocks =
+        inlineChunking(Collective::kAllToAll, mib / 4, DataType::kFloat32, 4, true);
+    REQUIRE(blocks.chunks > 1);
+    REQUIRE(blocks.step == ftcomm::shm::kInlineBytes / 4);
+    // And so does a 16 MiB allreduce at 2 ranks.
+    const InlineChunking large =
+        inlineChunking(Collective::kAllReduce, 16 * mib / 4, DataType::kFloat32, 2, true);
+    REQUIRE(large.step == ftcomm::shm::kInlineBytes);
+    // A post of one whole slot goes in one chunk.
+    const InlineChunking whole = inlineChunking(
+        Collective::kAllReduce, ftcomm::shm::kInlineBytes / 4, DataType::kFloat32, 2, true);
+    REQUIRE(whole.chunks == 1);
+  }
+}
