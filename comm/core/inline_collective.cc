@@ -315,10 +315,11 @@ Result<bool> InlineTask::advance() {
       return Status(s.code(), "rank " + std::to_string(p) + ": " + s.message());
     }
   }
-  // A few chunks at a time (256 KiB per member by default): the engine's mutex is held
-  // meanwhile, and a long collective must not keep the calling threads of other operations out
-  // for its whole duration.
-  return run_.poll(4);
+  // A few chunks at a time (4 of 64 KiB, or one of Zen 5's larger ones): the engine's mutex is
+  // held meanwhile, and a long collective must not keep the calling threads of other operations
+  // out for its whole duration.
+  constexpr std::size_t kSmallChunk = std::size_t{64} << 10;
+  return run_.poll(run_.step() > kSmallChunk ? 1 : 4);
 }
 
 }  // namespace ftcomm::detail

@@ -88,6 +88,8 @@ class InlineCollective {
   Result<bool> poll(std::uint64_t chunks = ~std::uint64_t{0});
   // Chunks done so far (a caller that sees it move keeps polling).
   std::uint64_t chunksDone() const { return chunk_; }
+  // Bytes of a block per chunk (InlineChunking::step).
+  std::size_t step() const { return plan_.step; }
   // The last poll stopped at its chunk limit, not to wait for a peer.
   bool stoppedAtLimit() const { return stoppedAtLimit_; }
 
