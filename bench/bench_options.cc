@@ -18,6 +18,7 @@ namespace {
          "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json] "
          "[--dtype float32|float16|bfloat16] [--reduce-op sum|avg] [--memory heap|allocmem]\n"
          "       [--offset BYTES] (buffers start BYTES, a multiple of 4, past a 64-byte boundary)\n"
+         "       [--rewrite-inputs] (a store into every cache line of the input before each call)\n"
          "       [--window allocate|heap|allocmem] (put and get: the window's memory)\n";
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
@@ -63,6 +64,8 @@ Options parse(int argc, char** argv) {
       o.check = true;
     else if (flag == "--json")
       o.json = true;
+    else if (flag == "--rewrite-inputs")
+      o.rewriteInputs = true;
     else if (flag == "--dtype")
       o.dtype = value();
     else if (flag == "--reduce-op")
@@ -119,6 +122,7 @@ Options parse(int argc, char** argv) {
   if (o.offset < 0 || o.offset > 4092 || o.offset % 4 != 0)
     usage("--offset must be a multiple of 4 in 0..4092 (the elements stay aligned)");
   if (oneSided && o.offset != 0) usage("--offset does not go with --op " + o.op);
+  if (oneSided && o.rewriteInputs) usage("--rewrite-inputs does not go with --op " + o.op);
   if (o.rounds < 1 || o.rounds > 1000) usage("--rounds must be in 1..1000");
   return o;
 }

@@ -22,6 +22,10 @@ struct Options {
   // Every buffer starts this many bytes past a 64-byte boundary: how copies fare on buffers of
   // other alignments (copies between a buffer and shared memory whose offsets differ).
   int offset = 0;
+  // Before every call, one store into each cache line of the call's input, for every library
+  // alike: inputs that change from call to call, as a training step's gradients do, instead of
+  // inputs that a reader finds clean in its cache from the call before.
+  bool rewriteInputs = false;
   // put and get: a window from Window::allocate(), or registered over the bench's heap memory
   // or over memory from ftcomm::allocMem (Window::registerMemory).
   std::string window = "allocate";  // or heap, allocmem

@@ -10,7 +10,8 @@ import sys
 
 out = pathlib.Path(sys.argv[1])
 NAMES = {"auto": "shared memory (FTCOMM_TRANSPORT=auto)", "ucx": "UCX (FTCOMM_TRANSPORT=ucx)",
-         "allocmem": "shared memory, buffers from ftcomm::allocMem (--memory allocmem)"}
+         "allocmem": "shared memory, buffers from ftcomm::allocMem (--memory allocmem)",
+         "rewrite": "shared memory, inputs rewritten before every call (--rewrite-inputs)"}
 
 
 def gloo_of(row):
