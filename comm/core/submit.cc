@@ -106,19 +106,8 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
   std::unique_lock<std::mutex> lock(comm->engine->mutex());
   const std::uint64_t seq = ++comm->collectiveSeq;
   record.seq = seq;
-  recorder::FlightRecorder& flightRecorder = recorder::FlightRecorder::process();
-  // An inline collective usually ends within this call: its entry is held, not referenced.
-  recorder::HeldEntry held;
-  std::shared_ptr<recorder::OpProgress> progress;
-  if (inlined) {
-    held = flightRecorder.recordHeld(record);
-  } else {
-    progress = flightRecorder.record(record);
-  }
-  if (!comm->broken.ok()) {
-    if (inlined) progress = flightRecorder.share(held);
-    return refusedAsBroken(comm, call.name, seq, std::move(progress), lock);
-  }
+  auto progress = recorder::FlightRecorder::process().record(record);
+  if (!comm->broken.ok()) return refusedAsBroken(comm, call.name, seq, std::move(progress), lock);
   transport::OpSignature signature;
   signature.kind = call.kind;
   signature.dtype = static_cast<std::uint8_t>(call.args.dtype);
@@ -127,7 +116,8 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
   signature.count = call.args.count;
   signature.extra = call.extra;
   if (inlined) {
-    return runInline(comm, call, chunking, timeoutOf(*comm, options), seq, held, signature, lock);
+    return runInline(comm, call, chunking, timeoutOf(*comm, options), seq, std::move(progress),
+                     signature, lock);
   }
   if (comm->inlineGroup) announceCollective(*comm->inlineGroup, comm->rank, seq, signature);
   auto op = std::make_unique<Operation>();

@@ -16,7 +16,6 @@
 #include "core/comm_state.h"
 #include "ftcomm/communicator.h"
 #include "ftcomm/proto/recorder.pb.h"
-#include "recorder/flight_recorder.h"
 
 namespace ftcomm::detail {
 
@@ -57,8 +56,8 @@ Work refusedAsBroken(const std::shared_ptr<CommState>& comm, const char* name, s
 // at most); what is not done by then goes to the engine like any other operation.
 Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
                const InlineChunking& chunking, std::chrono::milliseconds timeout, std::uint64_t seq,
-               recorder::HeldEntry held, const transport::OpSignature& signature,
-               std::unique_lock<std::mutex>& lock);
+               std::shared_ptr<recorder::OpProgress> progress,
+               const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock);
 
 struct PointToPointCall {
   bool send = true;

@@ -76,29 +76,21 @@ Work handOff(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
   return Work(std::move(work));
 }
 
-// The Work of a collective done within its call; its entry's hold ends.
-Work succeededHolding(recorder::HeldEntry held) {
-  Work work(succeededWorkState(held.progress));
-  if (held.progress != nullptr) held.progress->letGo();
-  return work;
-}
-
 }  // namespace
 
 Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
                const InlineChunking& chunking, std::chrono::milliseconds timeout, std::uint64_t seq,
-               recorder::HeldEntry held, const transport::OpSignature& signature,
-               std::unique_lock<std::mutex>& lock) {
+               std::shared_ptr<recorder::OpProgress> progress,
+               const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock) {
   InlineCollective run(*comm->inlineGroup, comm->rank, call.collective, call.args, chunking,
                        comm->inlineCount + 1, seq, signature);
   comm->inlineCount += chunking.chunks;
   // Past kCallerStreamBytes the collective streams from the engine and the call returns at
   // once. Up to it, it runs here. The first chunk is posted under the mutex (posts go out in
   // sequence order); the rest streams without it.
-  recorder::FlightRecorder& flightRecorder = recorder::FlightRecorder::process();
   if (chunking.chunks * chunking.step > kCallerStreamBytes) {
-    return handOff(comm, call, timeout, seq, flightRecorder.share(held), std::move(run),
-                   Status::Ok(), Clock::now(), lock);
+    return handOff(comm, call, timeout, seq, std::move(progress), std::move(run), Status::Ok(),
+                   Clock::now(), lock);
   }
   Result<bool> done = run.poll(1);
   lock.unlock();
@@ -112,7 +104,7 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
   }
   if (done.ok() && *done) {
     engine.polledToCompletion();
-    return succeededHolding(held);
+    return Work(succeededWorkState(progress.get()));
   }
   // Read only once the quick polls did not finish it (a reading costs 35 ns on these VMs); the
   // deadline counts from here.
@@ -140,12 +132,12 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
       }
     }
     engine.endSpin(done.ok() && *done, now);
-    if (done.ok() && *done) return succeededHolding(held);
+    if (done.ok() && *done) return Work(succeededWorkState(progress.get()));
   }
 
   // Not done within the spin: the engine takes it; failed: the call fails here.
   lock.lock();
-  return handOff(comm, call, timeout, seq, flightRecorder.share(held), std::move(run),
+  return handOff(comm, call, timeout, seq, std::move(progress), std::move(run),
                  done.ok() ? Status::Ok() : done.status(), start, lock);
 }
 
