@@ -1,10 +1,8 @@
 // ftcomm-bench-recorder: what the flight recorder costs an operation on the hot path: record()
 // when the operation is scheduled, markStarted, and markCompleted, the last from another thread
-// as a progress thread would; and an operation that ends within its call, its entry referenced
-// or held (FlightRecorder::recordHeld), as an inline collective's is. Prints nanoseconds per
-// operation, median of repeated batches. The budget is 2% of an 8-byte allreduce's latency;
-// the end-to-end comparison with the recorder on and off belongs to ftcomm-bench once the
-// communicator exists.
+// as a progress thread would. Prints nanoseconds per operation, median of repeated batches.
+// The budget is 2% of an 8-byte allreduce's latency; the end-to-end comparison with the
+// recorder on and off belongs to ftcomm-bench once the communicator exists.
 //
 //   ftcomm-bench-recorder [--ops N] [--batches B]
 #include <algorithm>
@@ -49,23 +47,6 @@ double sameThread(FlightRecorder& recorder, int ops) {
     auto progress = recorder.record(allreduce8(static_cast<std::uint64_t>(i)));
     progress->markStarted();
     progress->markCompleted();
-  }
-  return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / ops;
-}
-
-// An operation that ends within its call, as an inline collective does: its entry referenced
-// (record) or held (recordHeld), then marked completed within the call.
-double withinCall(FlightRecorder& recorder, int ops, bool held) {
-  const auto start = Clock::now();
-  for (int i = 0; i < ops; ++i) {
-    if (held) {
-      HeldEntry entry = recorder.recordHeld(allreduce8(static_cast<std::uint64_t>(i)));
-      entry.progress->markCompletedWithinCall();
-      entry.progress->letGo();
-    } else {
-      auto progress = recorder.record(allreduce8(static_cast<std::uint64_t>(i)));
-      progress->markCompletedWithinCall();
-    }
   }
   return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / ops;
 }
@@ -125,19 +106,15 @@ int main(int argc, char** argv) {
   }
   if (ops < 1 || batches < 1) return 2;
   FlightRecorder recorder(FlightRecorder::kDefaultCapacity);
-  std::vector<double> local, referenced, held, remote, handoffOnly;
+  std::vector<double> local, remote, handoffOnly;
   for (int b = 0; b < batches; ++b) {
     local.push_back(sameThread(recorder, ops));
-    referenced.push_back(withinCall(recorder, ops, false));
-    held.push_back(withinCall(recorder, ops, true));
     remote.push_back(completedElsewhere(&recorder, ops));
     handoffOnly.push_back(completedElsewhere(nullptr, ops));
   }
   std::cout << "recorder cost per operation (record + start + complete), median of " << batches
             << " batches of " << ops << ":\n";
   std::cout << "  all on one thread:              " << median(local) << " ns\n";
-  std::cout << "  within the call, referenced:    " << median(referenced) << " ns\n";
-  std::cout << "  within the call, held:          " << median(held) << " ns\n";
   std::cout << "  completed on a progress thread: " << median(remote) - median(handoffOnly)
             << " ns (" << median(remote) << " ns minus the bare cross-thread handoff, "
             << median(handoffOnly) << " ns)\n";

@@ -1,6 +1,5 @@
 #include "recorder/flight_recorder.h"
 
-#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <time.h>
@@ -77,7 +76,9 @@ FlightRecorder& FlightRecorder::process() {
   return *recorder;
 }
 
-FlightRecorder::Slot& FlightRecorder::claimLocked(const OpDescriptor& op) {
+std::shared_ptr<OpProgress> FlightRecorder::record(const OpDescriptor& op) {
+  if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return nullptr;
+  std::lock_guard lock(ringMu_);
   const std::uint64_t id = nextRecordId_++;
   // The slot of record id is (id - 1) % capacity, kept as it moves (a division costs as much as
   // the rest of this function).
@@ -85,54 +86,17 @@ FlightRecorder::Slot& FlightRecorder::claimLocked(const OpDescriptor& op) {
   if (++nextSlot_ == slots_.size()) nextSlot_ = 0;
   slot.recordId = id;
   slot.op = op;
-  // The entry this one overwrites is reused when the ring holds its last reference and nobody
-  // holds it (its operation ended and no dump is copying it; only the ring hands out references
-  // and holds, under this lock): no allocation once the ring has gone round.
-  if (slot.progress && slot.progress.use_count() == 1 && !slot.progress->held()) {
-    // Whoever dropped the last other reference, or let go, did so with release order: see its
-    // writes (held() acquires).
+  // The entry this one overwrites is reused when the ring holds its last reference (its
+  // operation ended and no dump is copying it; only the ring hands out references, under this
+  // lock): no allocation once the ring has gone round.
+  if (slot.progress && slot.progress.use_count() == 1) {
+    // Whoever dropped the last other reference did so with release order: see its writes.
     std::atomic_thread_fence(std::memory_order_acquire);
     slot.progress->reset();
-    return slot;
+  } else {
+    slot.progress = std::make_shared<OpProgress>();
   }
-  if (slot.progress && slot.progress->held()) {
-    std::erase_if(heldAside_, [](const auto& aside) { return !aside->held(); });
-    heldAside_.push_back(std::move(slot.progress));
-  }
-  slot.progress = std::make_shared<OpProgress>();
-  return slot;
-}
-
-std::shared_ptr<OpProgress> FlightRecorder::record(const OpDescriptor& op) {
-  if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return nullptr;
-  std::lock_guard lock(ringMu_);
-  return claimLocked(op).progress;
-}
-
-HeldEntry FlightRecorder::recordHeld(const OpDescriptor& op) {
-  if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return {};
-  std::lock_guard lock(ringMu_);
-  Slot& slot = claimLocked(op);
-  slot.progress->hold();
-  return {slot.progress.get(), slot.recordId};
-}
-
-std::shared_ptr<OpProgress> FlightRecorder::share(HeldEntry held) {
-  if (held.progress == nullptr) return nullptr;
-  std::shared_ptr<OpProgress> shared;
-  {
-    std::lock_guard lock(ringMu_);
-    const Slot& slot = slots_[(held.recordId - 1) % slots_.size()];
-    if (slot.recordId == held.recordId && slot.progress.get() == held.progress) {
-      shared = slot.progress;
-    } else {
-      for (const auto& aside : heldAside_) {
-        if (aside.get() == held.progress) shared = aside;
-      }
-    }
-  }
-  held.progress->letGo();
-  return shared;
+  return slot.progress;
 }
 
 void FlightRecorder::setIdentity(ProcessIdentity identity) {
@@ -148,21 +112,6 @@ void FlightRecorder::upsertCommunicator(const pb::Communicator& communicator) {
 void FlightRecorder::setDumpDirectory(std::filesystem::path dir) {
   std::lock_guard lock(infoMu_);
   dumpDir_ = std::move(dir);
-}
-
-void RingLock::lockContended() {
-  for (;;) {
-    for (int spins = 0; spins < 128 && taken_.load(std::memory_order_relaxed); ++spins) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
-    if (!taken_.load(std::memory_order_relaxed) &&
-        !taken_.exchange(true, std::memory_order_acquire)) {
-      return;
-    }
-    ::sched_yield();
-  }
 }
 
 std::uint64_t FlightRecorder::dropped() const {

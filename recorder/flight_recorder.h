@@ -6,8 +6,7 @@
 // When the ring is full the oldest entry is overwritten and counted in dropped().
 //
 // Thread-safety: every method may be called from any thread. record() and dumps share one short
-// lock over the ring (ring_lock.h); the progress thread never takes it (it only touches
-// OpProgress).
+// mutex over the ring; the progress thread never takes it (it only touches OpProgress).
 #pragma once
 
 #include <atomic>
@@ -22,7 +21,6 @@
 #include "ftcomm/status.h"
 #include "ftcomm/types.h"
 #include "recorder/op_progress.h"
-#include "recorder/ring_lock.h"
 
 namespace ftcomm::recorder {
 
@@ -51,12 +49,6 @@ struct OpDescriptor {
   const char* algorithm = "";  // must have static storage (algorithms are named by literals)
 };
 
-// An entry recorded by recordHeld: its changing half, held without a reference count.
-struct HeldEntry {
-  OpProgress* progress = nullptr;  // null when recording is off
-  std::uint64_t recordId = 0;
-};
-
 // Who this process is, for the dump's header.
 struct ProcessIdentity {
   std::string job = "ftcomm";
@@ -79,14 +71,6 @@ class FlightRecorder {
 
   // Null when recording is off; callers keep the progress and treat null as "nothing to mark".
   std::shared_ptr<OpProgress> record(const OpDescriptor& op);
-  // The same entry for an operation that usually ends within its call (an inline collective):
-  // the caller marks it through a plain pointer and then lets go (HeldEntry::progress->letGo()),
-  // or, for an operation that outlives its call, trades the hold for a reference (share). Saves
-  // the reference count's two locked instructions on the hot path: the ring keeps a held entry
-  // alive, setting it aside if its slot comes round while it is held.
-  HeldEntry recordHeld(const OpDescriptor& op);
-  // A reference to a held entry (null for none); the hold ends.
-  std::shared_ptr<OpProgress> share(HeldEntry held);
 
   // Turns recording off and on at run time, so that a benchmark can time the same operation
   // both ways in one run. Off is for measurement only: a dump then misses operations.
@@ -116,14 +100,9 @@ class FlightRecorder {
     std::shared_ptr<OpProgress> progress;
   };
 
-  // The next slot, with a changing half that nothing else uses (under ringMu_).
-  Slot& claimLocked(const OpDescriptor& op);
-
   std::atomic<bool> recording_{true};
-  mutable RingLock ringMu_;
+  mutable std::mutex ringMu_;
   std::vector<Slot> slots_;
-  // Held entries whose slots came round while they were held, until their holders let go.
-  std::vector<std::shared_ptr<OpProgress>> heldAside_;
   std::uint64_t nextRecordId_ = 1;
   std::size_t nextSlot_ = 0;  // (nextRecordId_ - 1) % capacity
 

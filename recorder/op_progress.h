@@ -36,12 +36,6 @@ class OpProgress {
   void markCompleted();
   void markFailed(std::string error);
 
-  // An entry held without a reference count (FlightRecorder::recordHeld): the ring keeps this
-  // object alive, and does not reuse it, until the holder lets go (after its last mark).
-  void hold() { held_.store(true, std::memory_order_relaxed); }
-  void letGo() { held_.store(false, std::memory_order_release); }
-  bool held() const { return held_.load(std::memory_order_acquire); }
-
   pb::OpState state() const;
   // Fills the state, timestamps (converted by `clock`) and error of `entry`.
   void copyTo(pb::Entry& entry, const TickConverter& clock) const;
@@ -58,7 +52,6 @@ class OpProgress {
   std::atomic<std::int64_t> started_{0};
   std::atomic<std::int64_t> ended_{0};
   std::string error_;
-  std::atomic<bool> held_{false};
 };
 
 }  // namespace ftcomm::recorder

@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -163,79 +162,6 @@ TEST_CASE("an entry overwritten once its operation ended starts afresh") {
   CHECK(next.get() != held.get());
   held->markCompleted();
   CHECK(next->state() == pb::SCHEDULED);
-}
-
-TEST_CASE("a held entry is never reused while held, and share() trades the hold for a reference") {
-  FlightRecorder recorder(1);
-  HeldEntry first = recorder.recordHeld(allreduce(1));
-  REQUIRE(first.progress != nullptr);
-  CHECK(first.progress->held());
-  // The ring comes round while the first is held: the slot gets a new changing half, and the
-  // held one lives on aside, unchanged.
-  HeldEntry second = recorder.recordHeld(allreduce(2));
-  CHECK(second.progress != first.progress);
-  first.progress->markStarted();
-  CHECK(first.progress->state() == pb::STARTED);
-  CHECK(recorder.snapshot("test").entries(0).seq() == 2);
-  // The first outlives its call: share() finds it aside and ends the hold.
-  std::shared_ptr<OpProgress> kept = recorder.share(first);
-  CHECK(kept.get() == first.progress);
-  CHECK_FALSE(kept->held());
-  kept->markCompleted();
-  CHECK(kept->state() == pb::COMPLETED);
-  // The second, in its slot, ends within its call: once let go, the next record reuses it.
-  second.progress->markCompletedWithinCall();
-  second.progress->letGo();
-  OpProgress* const reused = second.progress;
-  HeldEntry third = recorder.recordHeld(allreduce(3));
-  CHECK(third.progress == reused);
-  CHECK(third.progress->state() == pb::SCHEDULED);
-  // share() of one still in its slot gives the slot's own reference.
-  std::shared_ptr<OpProgress> inSlot = recorder.share(third);
-  CHECK(inSlot.get() == reused);
-  CHECK(recorder.snapshot("test").entries(0).seq() == 3);
-  // Recording off: nothing held, nothing to share.
-  recorder.setRecording(false);
-  HeldEntry none = recorder.recordHeld(allreduce(4));
-  CHECK(none.progress == nullptr);
-  CHECK(recorder.share(none) == nullptr);
-}
-
-TEST_CASE("threads record, hold and share entries while dumps copy the ring") {
-  FlightRecorder recorder(64);
-  constexpr int kThreads = 4, kOps = 20000;
-  std::atomic<bool> stop{false};
-  std::atomic<int> snapshots{0};
-  std::thread dumper([&] {
-    while (!stop.load()) {
-      const pb::Dump dump = recorder.snapshot("test");
-      if (dump.entries_size() > 64) return;  // seen as a failure below
-      snapshots.fetch_add(1);
-    }
-  });
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&recorder, t] {
-      for (int i = 0; i < kOps; ++i) {
-        const auto seq = static_cast<std::uint64_t>(t * kOps + i + 1);
-        HeldEntry held = recorder.recordHeld(allreduce(seq));
-        if (i % 7 == 0) {  // outlives its call
-          recorder.share(held)->markCompleted();
-        } else {
-          held.progress->markCompletedWithinCall();
-          held.progress->letGo();
-        }
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  stop = true;
-  dumper.join();
-  CHECK(snapshots.load() > 0);
-  const pb::Dump dump = recorder.snapshot("test");
-  REQUIRE(dump.entries_size() == 64);
-  CHECK(recorder.dropped() == kThreads * kOps - 64);
-  for (const pb::Entry& entry : dump.entries()) CHECK(entry.state() == pb::COMPLETED);
 }
 
 TEST_CASE("a dump is self-describing and round-trips through its file") {
