@@ -127,7 +127,7 @@ class InlineCollective {
   // A streamed collective (more than one chunk: the caller checks) whose input lies in memory
   // that the peers map (allocMem): this member posts no data, the peers read its chunks
   // straight out of its send buffer, and it returns once they are done. Not where the member
-  // writes what its peers read meanwhile.
+  // writes what its peers read meanwhile, and only with FTCOMM_INLINE_LEND=1 (inline_lend.cc).
   bool mayLend() const;
   // This member's input: its block, or one block per member (Posts::kBlocks).
   std::size_t inputBytes() const;

@@ -4,9 +4,12 @@
 // Without it, a streamed collective copies every chunk into its slot and out again even where
 // the direct algorithms read allocMem buffers with a single copy; on AMD Zen 5, where streaming
 // replaced them (to 16 MiB then, 64 MiB now: inline_plan.cc), that halved what allocMem buffers
-// gained.
+// gained, on inputs that never change. On inputs that change at every call it cost 2-3x, so it
+// is off unless FTCOMM_INLINE_LEND=1 (mayLend).
 #include <algorithm>
+#include <iostream>
 
+#include "core/environment.h"
 #include "core/inline_collective.h"
 #include "core/inline_posts.h"
 #include "transport/shm/mappable_memory.h"
@@ -26,6 +29,24 @@ bool overlap(const void* a, std::size_t aBytes, const void* b, std::size_t bByte
 }  // namespace
 
 bool InlineCollective::mayLend() const {
+  // Off unless FTCOMM_INLINE_LEND=1 (since 2026-12-03). Lending won only where the input never
+  // changes between calls, as in a benchmark: the peers then read lines that stay clean in
+  // their caches. A training step's input is new at every call; the peers then read lines
+  // modified in this member's cache, and this member's next writes of its input wait for their
+  // copies to be invalidated. 2 ranks, allocMem buffers, 2-8 MiB, 2 alternating runs each,
+  // medians of ftcomm / OpenMPI, lent against copied through the slots: with the input
+  // rewritten before every call (ftcomm-bench --rewrite-inputs) allreduce 0.68-0.77x against
+  // 1.85-2.15x, broadcast 1.14-1.38x against 3.06-3.36x, reduce 1.01-1.26x against 2.21-4.10x,
+  // allgather 1.17-1.26x against 2.79-3.31x, all-to-all 1.15-1.37x against 2.08-2.46x,
+  // reduce-scatter 37-38x against 65-78x; with unchanged inputs lending had won (allreduce
+  // 3.26-3.79x against 1.99-2.28x, all-to-all 1.70-1.79x against 1.01-1.07x; BENCHMARKS.md,
+  // "Fresh inputs").
+  static const bool lendInputs = [] {
+    const int value = envInt("FTCOMM_INLINE_LEND", 0);
+    if (value == -2) std::cerr << "ftcomm: FTCOMM_INLINE_LEND is not 0 or 1; inputs are not lent\n";
+    return value == 1;
+  }();
+  if (!lendInputs) return false;
   if (plan_.block == 0 || keepsInput()) return false;
   const Posts posts = *postsOf(collective_);
   if (posts == Posts::kNothing || (posts == Posts::kRoot && rank_ != args_.root)) return false;

@@ -300,14 +300,15 @@ TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buf
 TEST_CASE(
     "shared memory: buffers from allocMem give every collective's right result at 2-4 ranks") {
   // Also with every collective whose posts are up to 16 MiB streamed through the inline slots,
-  // as on AMD Zen 5 (inline_plan.cc): the members then lend their allocMem inputs, and the peers
-  // read the chunks from there instead of from the slots (inline_lend.cc), in place and not.
-  for (const std::string streamed : {"", "FTCOMM_INLINE_MAX_KIB=16384"}) {
+  // as on AMD Zen 5 (inline_plan.cc), copied through the slots and (FTCOMM_INLINE_LEND=1) lent:
+  // the members then lend their allocMem inputs, and the peers read the chunks from there
+  // instead of from the slots (inline_lend.cc), in place and not.
+  const std::vector<std::vector<std::string>> settings = {
+      {}, {"FTCOMM_INLINE_MAX_KIB=16384"}, {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND=1"}};
+  for (const auto& env : settings) {
     for (int ranks : {2, 3, 4}) {
-      const std::vector<std::string> env =
-          streamed.empty() ? std::vector<std::string>{} : std::vector<std::string>{streamed};
       for (const auto& result : runWithMemory("allocmem", "collectives", ranks, env)) {
-        INFO("ranks=" << ranks << " " << streamed);
+        INFO("ranks=" << ranks << " " << (env.empty() ? "" : env.back()));
         CHECK_THAT(result, Catch::StartsWith("OK"));
       }
     }
@@ -323,8 +324,12 @@ TEST_CASE(
   // the victim's pidfd must fail them all the same. A survivor that sees the death first gives
   // its buffers back, so the other may fail with Revoked on its read of them instead (the
   // scenario accepts no other failure); one of them at least names the victim.
-  for (const std::string memory : {"allocmem", "heap"}) {
-    auto results = runWithMemory(memory, "killed-lender", 3, {}, {}, /*keepSurvivors=*/true);
+  // allocMem's memory streamed through the slots, and lent (FTCOMM_INLINE_LEND=1) where the
+  // allgather streams (AMD Zen 5), and heap memory.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> settings = {
+      {"allocmem", {}}, {"allocmem", {"FTCOMM_INLINE_LEND=1"}}, {"heap", {}}};
+  for (const auto& [memory, env] : settings) {
+    auto results = runWithMemory(memory, "killed-lender", 3, env, {}, /*keepSurvivors=*/true);
     int named = 0;
     for (int r = 0; r < 2; ++r) {
       const std::string& result = results[static_cast<std::size_t>(r)];
