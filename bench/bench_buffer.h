@@ -50,4 +50,11 @@ class BenchBuffer {
   void* data_ = nullptr;  // offset bytes into it
 };
 
+// --rewrite-inputs: a load and a store of the same value in every cache line of `bytes` at
+// `buffer`, which leaves each line modified in this core's cache, as a freshly computed input is.
+inline void rewriteLines(void* buffer, std::size_t bytes) {
+  auto* p = static_cast<volatile unsigned char*>(buffer);
+  for (std::size_t i = 0; i < bytes; i += 64) p[i] = p[i];
+}
+
 }  // namespace ftcomm::bench

@@ -161,13 +161,6 @@ std::string differential(Communicator& c, const std::string& op, const Shape& s,
   return "";
 }
 
-// --rewrite-inputs: a load and a store of the same value in every cache line of `bytes` at
-// `buffer`, which leaves each line modified in this core's cache, as a freshly computed input is.
-void rewriteLines(void* buffer, std::size_t bytes) {
-  auto* p = static_cast<volatile unsigned char*>(buffer);
-  for (std::size_t i = 0; i < bytes; i += 64) p[i] = p[i];
-}
-
 // What one round of one column may take when the iterations are chosen by size: a peer that
 // stalls (Gloo's TCP transport at times waits 40-50 ms per call at 4 oversubscribed ranks) then
 // runs fewer iterations instead of looking hung.

@@ -7,7 +7,6 @@
 // gained, on inputs that never change. On inputs that change at every call it cost 2-3x, so it
 // is off unless FTCOMM_INLINE_LEND=1 (mayLend).
 #include <algorithm>
-#include <iostream>
 
 #include "core/environment.h"
 #include "core/inline_collective.h"
@@ -41,11 +40,7 @@ bool InlineCollective::mayLend() const {
   // reduce-scatter 37-38x against 65-78x; with unchanged inputs lending had won (allreduce
   // 3.26-3.79x against 1.99-2.28x, all-to-all 1.70-1.79x against 1.01-1.07x; BENCHMARKS.md,
   // "Fresh inputs").
-  static const bool lendInputs = [] {
-    const int value = envInt("FTCOMM_INLINE_LEND", 0);
-    if (value == -2) std::cerr << "ftcomm: FTCOMM_INLINE_LEND is not 0 or 1; inputs are not lent\n";
-    return value == 1;
-  }();
+  static const bool lendInputs = envSwitch("FTCOMM_INLINE_LEND", false);
   if (!lendInputs) return false;
   if (plan_.block == 0 || keepsInput()) return false;
   const Posts posts = *postsOf(collective_);

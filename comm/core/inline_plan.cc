@@ -1,7 +1,6 @@
 // When a collective runs inline, and in what chunks (inline_collective.h): the limits measured
 // per collective, rank count and processor maker, and the communicators that have inline areas.
 #include <algorithm>
-#include <iostream>
 
 #include "core/environment.h"
 #include "core/inline_collective.h"
@@ -205,12 +204,7 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
                                                    const std::vector<int>& members,
                                                    const std::vector<int>& areas,
                                                    const std::vector<std::uint16_t>& channels) {
-  static const bool enabled = [] {
-    const int value = envInt("FTCOMM_INLINE", 1);
-    if (value == -2)
-      std::cerr << "ftcomm: FTCOMM_INLINE is not 0 or 1; inline collectives stay on\n";
-    return value != 0;
-  }();
+  static const bool enabled = envSwitch("FTCOMM_INLINE", true);
   if (!enabled || !domain || members.size() != areas.size() || members.size() != channels.size())
     return nullptr;
   auto group = std::make_shared<InlineGroup>();
@@ -239,13 +233,7 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
                      : total > inlineLimit(collective, ranks) &&
                            !intelStreamsBroadcast(collective, ranks, total)) {
     // Where the registry would pick the direct algorithm: its inline form.
-    static const bool directForm = [] {
-      const int value = envInt("FTCOMM_INLINE_DIRECT", 1);
-      if (value == -2)
-        std::cerr
-            << "ftcomm: FTCOMM_INLINE_DIRECT is not 0 or 1; the inline direct form stays on\n";
-      return value != 0;
-    }();
+    static const bool directForm = envSwitch("FTCOMM_INLINE_DIRECT", true);
     const bool movesOnly = collective == Collective::kBroadcast ||
                            collective == Collective::kAllGather ||
                            collective == Collective::kAllToAll;
