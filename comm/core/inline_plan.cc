@@ -22,7 +22,13 @@ constexpr std::size_t kMeasuredSlot = std::size_t{256} << 10;
 struct SlotUse {
   std::size_t whole = kMeasuredSlot;
   std::size_t chunk = std::size_t{64} << 10;
+  // What a chunk of every block (all-to-all, reduce-scatter) may fill of the slot.
+  std::size_t room = kMeasuredSlot;
 };
+
+// On Zen 5 at 2-4 ranks: a post of up to this many bytes goes in one chunk, a larger one
+// streams in chunks of it.
+constexpr std::size_t kZen5Chunk = std::size_t{512} << 10;
 
 // 64 KiB chunks in 256 KiB slots everywhere until 2026-12-03, chosen so that each chunk stays in
 // cache on both sides. On AMD Zen 5 (2 and 4 ranks, 2 vCPUs) the rounds cost more than the cache
@@ -45,12 +51,24 @@ struct SlotUse {
 // (broadcast 16-64 MiB 1.50-1.56x against 1.65-2.05x), so one chunk size stays. 256 KiB chunks in
 // the old slots gained about half as much as 512 KiB ones; 1 MiB slots lost where a post of 1 MiB
 // went in one chunk (a 1 MiB allreduce 0.80-0.86x: nothing overlaps in one chunk).
+// A chunk of every block was as large as the others' chunk of one (512 KiB in all, 128 KiB of
+// each block at 4 ranks) until 2026-12-04. Since then the slot holds 2 MiB and a chunk of every
+// block takes 512 KiB of each to 4 ranks, so that a 4-rank all-to-all of 64 MiB goes in 32
+// rounds instead of 128 (each round wakes and waits for 4 processes on 2 cores). 3 alternating
+// runs, slow hand-over, medians of ftcomm / OpenMPI busbw, 1-64 MiB: 4-rank all-to-all
+// 0.85-1.24x -> 1.12-1.43x (4 MiB 0.88 -> 1.21x, 32 MiB 0.85 -> 1.28x), reduce-scatter about
+// even (40-85x -> 43-82x); 2-rank all-to-all 0.92-0.96x -> 0.97-1.04x at 1-8 MiB and 1.08-1.23x
+// -> 1.05-1.09x at 16-64 MiB; the collectives of one block did not change (BENCHMARKS.md,
+// "Larger chunks of every block").
 // FTCOMM_INLINE_CHUNK_KIB sets the chunk (for measuring).
 SlotUse slotUse(int ranks) {
   static const int chunkKib = envInt("FTCOMM_INLINE_CHUNK_KIB", 0);
   static const bool zen5 = transport::amdZen5OrLater();
   SlotUse use;
-  if (zen5 && ranks <= 4) use.whole = use.chunk = shm::kInlineBytes;
+  if (zen5 && ranks <= 4) {
+    use.whole = use.chunk = kZen5Chunk;
+    use.room = std::min(kZen5Chunk * static_cast<std::size_t>(ranks), shm::kInlineBytes);
+  }
   if (chunkKib > 0)
     use.chunk = std::min(static_cast<std::size_t>(chunkKib) << 10, shm::kInlineBytes);
   return use;
@@ -260,7 +278,8 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   // all-to-all 1.3-1.65x faster (0.43-0.73x OpenMPI -> 0.73-1.02x) and the reduce-scatter
   // 1.2-2.4x.
   const std::size_t pieces = blocks ? static_cast<std::size_t>(ranks) : 1;
-  plan.step = std::max<std::size_t>(std::min(use.chunk, use.whole / pieces) / es, 1) * es;
+  const std::size_t room = blocks ? use.room : use.whole;
+  plan.step = std::max<std::size_t>(std::min(use.chunk, room / pieces) / es, 1) * es;
   plan.chunks = plan.block == 0 ? 1 : (plan.block + plan.step - 1) / plan.step;
   return plan;
 }

@@ -74,21 +74,22 @@ TEST_CASE("a streamed collective moves the chunk size this processor's plan name
       inlineChunking(Collective::kReduce, mib / 4, DataType::kFloat32, 2, true);
   REQUIRE(two.chunks > 1);
   REQUIRE(!two.direct);
-  // Zen 5: whole 512 KiB slots (inline_plan.cc, slotUse); elsewhere 64 KiB chunks.
-  REQUIRE(two.step == (zen5 ? ftcomm::shm::kInlineBytes : std::size_t{64} << 10));
+  // Zen 5: 512 KiB chunks (inline_plan.cc, slotUse); elsewhere 64 KiB chunks.
+  const std::size_t zen5Chunk = std::size_t{512} << 10;
+  REQUIRE(two.step == (zen5 ? zen5Chunk : std::size_t{64} << 10));
   if (zen5) {
-    // An all-to-all's post holds a chunk of every member's block: 128 KiB each at 4 ranks.
+    // An all-to-all's post holds a chunk of every member's block: 512 KiB each at 4 ranks.
     const InlineChunking blocks =
         inlineChunking(Collective::kAllToAll, mib / 4, DataType::kFloat32, 4, true);
-    REQUIRE(blocks.chunks > 1);
-    REQUIRE(blocks.step == ftcomm::shm::kInlineBytes / 4);
-    // And so does a 16 MiB allreduce at 2 ranks.
+    REQUIRE(blocks.chunks == 2);
+    REQUIRE(blocks.step == zen5Chunk);
+    // A 16 MiB allreduce at 2 ranks streams in chunks of the same size.
     const InlineChunking large =
         inlineChunking(Collective::kAllReduce, 16 * mib / 4, DataType::kFloat32, 2, true);
-    REQUIRE(large.step == ftcomm::shm::kInlineBytes);
-    // A post of one whole slot goes in one chunk.
-    const InlineChunking whole = inlineChunking(
-        Collective::kAllReduce, ftcomm::shm::kInlineBytes / 4, DataType::kFloat32, 2, true);
+    REQUIRE(large.step == zen5Chunk);
+    // A post of one whole chunk goes in one.
+    const InlineChunking whole =
+        inlineChunking(Collective::kAllReduce, zen5Chunk / 4, DataType::kFloat32, 2, true);
     REQUIRE(whole.chunks == 1);
   }
 }

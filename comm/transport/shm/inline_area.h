@@ -26,10 +26,11 @@
 namespace ftcomm::shm {
 
 // The most bytes one member posts for one inline collective, or for one chunk of a streamed one.
-// 256 KiB until 2026-12-03; how much of it a collective uses is core/inline_plan.cc's choice
-// (all of it on AMD Zen 5, 256 KiB elsewhere). Only the headers of a segment's areas are written
-// when it is made, so the payloads take memory only where a communicator posts.
-constexpr std::size_t kInlineBytes = 512 * 1024;
+// 256 KiB until 2026-12-03, 512 KiB until 2026-12-04; how much of it a collective uses is
+// core/inline_plan.cc's choice (on AMD Zen 5 512 KiB, and 512 KiB of every block for all-to-all
+// and reduce-scatter to 4 ranks; 256 KiB elsewhere). Only the headers of a segment's areas are
+// written when it is made, so the payloads take memory only where a communicator posts.
+constexpr std::size_t kInlineBytes = std::size_t{2} << 20;
 // Inline areas per segment: the world of the epoch has area 0, split children take the next.
 constexpr int kInlineAreas = 32;
 // The most bytes of a post that its slot's first cache line holds (InlineSlot::head).
