@@ -50,6 +50,8 @@ int probeChild(void* arg) {
   return kOk;
 }
 
+}  // namespace
+
 // The child shares this process's memory (CLONE_VM) and this thread waits until it exits
 // (CLONE_VFORK), as posix_spawn's child does. A fork() instead write-protected every page of
 // this process for copy-on-write: each page written after the probe then faulted once, 5-15 us
@@ -57,7 +59,7 @@ int probeChild(void* arg) {
 // flight recorder's ring (about 200 pages) made the first 4096 operations of a process 1.2 us
 // slower each (an 8-byte allreduce at 2 ranks: 1.5 against 0.3 us), and a training job would
 // have paid it on every page of its model and optimizer state.
-Status probe() {
+Status probeProcessAccess() {
   int pipe[2];
   if (::pipe2(pipe, O_CLOEXEC) != 0)
     return unavailable(std::string("pipe: ") + std::strerror(errno));
@@ -98,17 +100,11 @@ Status probe() {
                           "CAP_SYS_PTRACE)");
 }
 
-}  // namespace
-
 const Status& processAccess() {
   static std::once_flag once;
   static Status result;
-  std::call_once(once, [] { result = probe(); });
+  std::call_once(once, [] { result = probeProcessAccess(); });
   return result;
-}
-
-Status probeProcessAccess() {
-  return probe();
 }
 
 }  // namespace ftcomm::shm
