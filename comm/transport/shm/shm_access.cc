@@ -17,21 +17,24 @@
 namespace ftcomm::shm {
 namespace {
 
-// What a child process could not do to its parent, as its exit code.
-enum Failed { kOk = 0, kOpenFd = 10, kReadMemory = 11, kPidfd = 12, kGetFd = 13 };
+// What a child process could not do to its parent. kNotRun: it ended before it said (killed,
+// or never started).
+enum Failed { kOk = 0, kOpenFd = 10, kReadMemory = 11, kPidfd = 12, kGetFd = 13, kNotRun = -1 };
 
 // What the child is told: everything it needs is made before it starts, so that it only makes
-// system calls.
+// system calls. It answers in `outcome`, in the memory it shares with its parent, and not only
+// in its exit status: where the application ignores SIGCHLD the kernel reaps the child itself,
+// waitpid finds nothing (ECHILD), and a status read from it would say nothing at all.
 struct ProbeTask {
   pid_t parent;
   int fd;  // the parent's descriptor that the child takes
   const char* fdPath;
   const volatile char* secret;
+  volatile int outcome = kNotRun;
 };
 
-// The child's part: each access in turn on its parent; the exit code says which failed.
-int probeChild(void* arg) {
-  const auto& task = *static_cast<const ProbeTask*>(arg);
+// Each access in turn on the parent; the result says which failed.
+int tryAccess(const ProbeTask& task) {
   const int opened = ::open(task.fdPath, O_RDONLY | O_CLOEXEC);
   if (opened < 0) return kOpenFd;
   ::close(opened);
@@ -50,6 +53,14 @@ int probeChild(void* arg) {
   return kOk;
 }
 
+// The child's part.
+int probeChild(void* arg) {
+  auto& task = *static_cast<ProbeTask*>(arg);
+  const int outcome = tryAccess(task);
+  task.outcome = outcome;
+  return outcome;
+}
+
 }  // namespace
 
 // The child shares this process's memory (CLONE_VM) and this thread waits until it exits
@@ -66,7 +77,7 @@ Status probeProcessAccess() {
   static volatile char secret[8] = {'f', 't', 'c', 'o', 'm', 'm', '!', 0};
   const pid_t parent = ::getpid();
   const std::string path = "/proc/" + std::to_string(parent) + "/fd/" + std::to_string(pipe[0]);
-  const ProbeTask task{parent, pipe[0], path.c_str(), secret};
+  ProbeTask task{parent, pipe[0], path.c_str(), secret};
   // The child's stack; signals stay blocked until it is gone, so that no handler of this
   // process runs on it.
   constexpr std::size_t kStackBytes = 64 * 1024;
@@ -74,20 +85,21 @@ Status probeProcessAccess() {
   sigset_t all, previous;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_BLOCK, &all, &previous);
-  const pid_t child = ::clone(probeChild, stack.get() + kStackBytes,
-                              CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ProbeTask*>(&task));
+  const pid_t child =
+      ::clone(probeChild, stack.get() + kStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, &task);
   const int cloneError = errno;
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  int status = 0;
+  // CLONE_VFORK: the child has ended when clone returns here, and `outcome` holds its answer.
+  // The wait only reaps it (where SIGCHLD is ignored the kernel already has).
   if (child > 0) {
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
   ::close(pipe[0]);
   ::close(pipe[1]);
   if (child < 0) return unavailable(std::string("clone: ") + std::strerror(cloneError));
-  if (WIFEXITED(status) && WEXITSTATUS(status) == kOk) return Status::Ok();
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const int code = task.outcome;
+  if (code == kOk) return Status::Ok();
   const char* what = code == kOpenFd       ? "open another process's /proc/<pid>/fd"
                      : code == kReadMemory ? "read another process's memory (process_vm_readv)"
                      : code == kPidfd      ? "pidfd_open another process"
