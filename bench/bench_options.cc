@@ -142,6 +142,16 @@ Shape shapeOf(const std::string& op, std::size_t bytes, int n, std::size_t eleme
   return {elems, elems, elems};
 }
 
+std::vector<SweepSize> sweepOf(const std::string& op, std::size_t minBytes, std::size_t maxBytes,
+                               int n, std::size_t elementBytes) {
+  std::vector<SweepSize> sizes;
+  for (std::size_t bytes = minBytes; bytes <= maxBytes; bytes *= 2) {
+    const Shape shape = shapeOf(op, bytes, n, elementBytes);
+    if (sizes.empty() || sizes.back().shape.count != shape.count) sizes.push_back({bytes, shape});
+  }
+  return sizes;
+}
+
 double busFactor(const std::string& op, int n) {
   if (op == "allreduce") return 2.0 * (n - 1) / n;
   if (op == "allgather" || op == "reducescatter" || op == "alltoall") return double(n - 1) / n;

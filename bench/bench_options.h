@@ -42,6 +42,16 @@ struct Shape {
 };
 
 Shape shapeOf(const std::string& op, std::size_t bytes, int n, std::size_t elementBytes);
+
+// The sizes a run times: minBytes, doubling up to maxBytes, each with its shape. A size too small
+// for one element per member rounds up to the next one (4 ranks: 8 and 16 bytes of an allgather
+// are both one float each), and is timed once.
+struct SweepSize {
+  std::size_t bytes;
+  Shape shape;
+};
+std::vector<SweepSize> sweepOf(const std::string& op, std::size_t minBytes, std::size_t maxBytes,
+                               int n, std::size_t elementBytes);
 // nccl-tests' bus-bandwidth factor.
 double busFactor(const std::string& op, int n);
 

@@ -254,13 +254,10 @@ int main(int argc, char** argv) {
                                                  : DataType::kFloat32;
   const std::size_t elementBytes = dataTypeSize(dtype);
   const ReduceOp reduceOp = o.reduceOp == "avg" ? ReduceOp::kAvg : ReduceOp::kSum;
-  std::size_t lastCount = 0;
-  for (std::size_t bytes = o.minBytes; !isOneSided(o.op) && bytes <= o.maxBytes; bytes *= 2) {
-    const Shape s = shapeOf(o.op, bytes, n, elementBytes);
-    // A size too small for one element per member rounds up to the next one (4 ranks: 8 and
-    // 16 bytes of an allgather are both one float each): time it once.
-    if (s.count == lastCount) continue;
-    lastCount = s.count;
+  const std::vector<SweepSize> sweep = isOneSided(o.op)
+                                           ? std::vector<SweepSize>{}
+                                           : sweepOf(o.op, o.minBytes, o.maxBytes, n, elementBytes);
+  for (const auto& [bytes, s] : sweep) {
     std::string verdict;
     if (o.check) {
       std::string problem = differential(c, o.op, s, rank);
