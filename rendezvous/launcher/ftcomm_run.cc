@@ -12,7 +12,8 @@
 //
 // Exit status: 0 when every rank exited 0, died from a signal, or was expelled (exit code 75,
 // FTCOMM_EXIT_ON_EXPEL, which this sets): failures the job survived;
-// otherwise the first non-zero exit code of a rank; 1 when no rank ran at all; 2 for bad usage.
+// otherwise the first non-zero exit code of a rank; 1 when no rank ran at all; 2 for bad usage
+// (--help prints the usage and exits 0).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -36,11 +37,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr const char* kUsage =
+    "usage: ftcomm-run -np N [--rendezvous HOST:PORT] [--job NAME] [--fault SPEC]... "
+    "-- PROGRAM ARGS...\n"
+    "  -np N         ranks to start (1..4096)\n"
+    "  --rendezvous  an ftcomm-rendezvous server to use (default: start one on loopback)\n"
+    "  --job NAME    the job's name at the server (default: ftcomm-PID)\n"
+    "  --fault SPEC  inject a failure: rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|"
+    "drop-conn|exit:CODE\n";
+
 [[noreturn]] void usage(const std::string& why) {
-  std::cerr << "ftcomm-run: " << why
-            << "\nusage: ftcomm-run -np N [--rendezvous HOST:PORT] [--job NAME] [--fault SPEC]... "
-               "-- PROGRAM ARGS...\n  SPEC = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|"
-               "drop-conn|exit:CODE\n";
+  std::cerr << "ftcomm-run: " << why << "\n" << kUsage;
   std::exit(2);
 }
 
@@ -60,6 +67,10 @@ Options parse(int argc, char** argv) {
     if (flag == "--") {
       ++i;
       break;
+    }
+    if (flag == "--help" || flag == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
     }
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) usage(flag + " needs a value");

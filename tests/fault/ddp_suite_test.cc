@@ -189,7 +189,9 @@ TEST_CASE("failure-injection suite: a replacement joins mid-training and gets th
   CHECK(replacement->child().waitExit(60s) == 0);
 }
 
-TEST_CASE("ftcomm-run: bad usage exits 2 and a rank's non-zero exit code becomes the job's") {
+TEST_CASE(
+    "ftcomm-run: bad usage exits 2, --help 0, and a rank's non-zero exit code becomes the "
+    "job's") {
   auto exitOf = [](std::vector<std::string> args) {
     args.insert(args.begin(), binary("ftcomm-run"));
     LineProcess run(args);
@@ -204,4 +206,9 @@ TEST_CASE("ftcomm-run: bad usage exits 2 and a rank's non-zero exit code becomes
   CHECK(exitOf({"-np", "2", "--", "sh", "-c", "exit 0"}) == 0);
   CHECK(exitOf({"-np", "2", "--", "sh", "-c", "exit 3"}) == 3);
   CHECK(exitOf({"-np", "2", "--", "/nonexistent/program"}) == 127);
+
+  // --help: the usage on standard output, exit 0, nothing started.
+  LineProcess help({binary("ftcomm-run"), "--help"});
+  CHECK(help.waitFor("usage: ftcomm-run -np N", 30s).has_value());
+  CHECK(help.child().waitExit(30s) == 0);
 }
