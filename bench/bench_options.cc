@@ -5,23 +5,47 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
+
+#include "bench_flags.h"
 
 namespace ftcomm::bench {
 
 namespace {
 
+constexpr const char* kUsage =
+    "usage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|alltoall|put|get "
+    "[--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] [--check] "
+    "[--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json] "
+    "[--dtype float32|float16|bfloat16] [--reduce-op sum|avg] [--memory heap|allocmem]\n"
+    "       [--offset BYTES] (buffers start BYTES, a multiple of 4, past a 64-byte boundary)\n"
+    "       [--rewrite-inputs] (a store into every cache line of the input before each call)\n"
+    "       [--window allocate|heap|allocmem] (put and get: the window's memory)\n"
+    "  Sizes take K, M, G (or KiB, MiB, GiB). Run it under mpirun, one process per rank.\n";
+
 [[noreturn]] void usage(const std::string& why) {
-  std::cerr
-      << "ftcomm-bench: " << why
-      << "\nusage: ftcomm-bench --op allreduce|broadcast|reduce|allgather|reducescatter|"
-         "alltoall|put|get [--min-bytes A] [--max-bytes B] [--iters N] [--rounds R] "
-         "[--check] [--compare mpi,gloo,recorder-off | ucx,ucx-peer] [--json] "
-         "[--dtype float32|float16|bfloat16] [--reduce-op sum|avg] [--memory heap|allocmem]\n"
-         "       [--offset BYTES] (buffers start BYTES, a multiple of 4, past a 64-byte boundary)\n"
-         "       [--rewrite-inputs] (a store into every cache line of the input before each call)\n"
-         "       [--window allocate|heap|allocmem] (put and get: the window's memory)\n";
+  std::cerr << "ftcomm-bench: " << why << "\n" << kUsage;
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
+}
+
+// --help: the usage on rank 0's standard output, and every rank ends with 0.
+[[noreturn]] void help() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) std::cout << kUsage << std::flush;
+  MPI_Finalize();
+  std::exit(0);
+}
+
+// A whole number in lo..hi, or bad usage.
+int parseInt(const std::string& flag, const std::string& text, long lo, long hi) {
+  const std::optional<long> value = wholeNumber(text.c_str(), lo, hi);
+  if (!value) {
+    usage(flag + " takes a whole number in " + std::to_string(lo) + ".." + std::to_string(hi) +
+          ", not '" + text + "'");
+  }
+  return static_cast<int>(*value);
 }
 
 std::size_t parseBytes(const std::string& text) {
@@ -50,16 +74,18 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage(flag + " needs a value");
       return argv[++i];
     };
-    if (flag == "--op")
+    if (isHelpFlag(flag))
+      help();
+    else if (flag == "--op")
       o.op = value();
     else if (flag == "--min-bytes")
       o.minBytes = parseBytes(value());
     else if (flag == "--max-bytes")
       o.maxBytes = parseBytes(value());
     else if (flag == "--iters")
-      o.iters = std::atoi(value().c_str());
+      o.iters = parseInt(flag, value(), 0, 1 << 30);
     else if (flag == "--rounds")
-      o.rounds = std::atoi(value().c_str());
+      o.rounds = parseInt(flag, value(), 1, 1000);
     else if (flag == "--check")
       o.check = true;
     else if (flag == "--json")
@@ -75,7 +101,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--window")
       o.window = value();
     else if (flag == "--offset")
-      o.offset = std::atoi(value().c_str());
+      o.offset = parseInt(flag, value(), 0, 4092);
     else if (flag == "--compare") {
       const std::string list = value();
       for (std::size_t at = 0; at <= list.size();) {
@@ -118,12 +144,10 @@ Options parse(int argc, char** argv) {
   }
   if (oneSided && o.dtype != "float32") usage("--dtype does not go with --op " + o.op);
   if (o.minBytes == 0 || o.minBytes > o.maxBytes) usage("need 0 < min-bytes <= max-bytes");
-  if (o.iters < 0) usage("--iters must be positive");
-  if (o.offset < 0 || o.offset > 4092 || o.offset % 4 != 0)
+  if (o.offset % 4 != 0)
     usage("--offset must be a multiple of 4 in 0..4092 (the elements stay aligned)");
   if (oneSided && o.offset != 0) usage("--offset does not go with --op " + o.op);
   if (oneSided && o.rewriteInputs) usage("--rewrite-inputs does not go with --op " + o.op);
-  if (o.rounds < 1 || o.rounds > 1000) usage("--rounds must be in 1..1000");
   return o;
 }
 

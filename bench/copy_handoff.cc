@@ -20,13 +20,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench_flags.h"
 #include "transport/copy_bytes.h"
 
 namespace {
 
+using ftcomm::bench::isHelpFlag;
+using ftcomm::bench::wholeNumber;
 using Clock = std::chrono::steady_clock;
 using Copy = void (*)(void*, const void*, std::size_t);
 
@@ -43,11 +48,12 @@ struct alignas(64) Control {
   alignas(64) std::atomic<long> consumed{0};  // rounds the reader has finished
 };
 
+constexpr const char* kUsage =
+    "usage: ftcomm-bench-copy [--bytes KiB] [--chunk KiB] [--shared-offset B] "
+    "[--private-offset B] [--batches N]\n";
+
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "ftcomm-bench-copy: %s\nusage: ftcomm-bench-copy [--bytes KiB] [--chunk KiB] "
-               "[--shared-offset B] [--private-offset B] [--batches N]\n",
-               why.c_str());
+  std::fprintf(stderr, "ftcomm-bench-copy: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
 }
 
@@ -55,9 +61,14 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (i + 1 >= argc) usage(flag + " needs a value");
-    const long value = std::strtol(argv[++i], nullptr, 10);
-    if (value < 0) usage(flag + " must not be negative");
+    if (isHelpFlag(flag)) {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    const std::optional<long> number =
+        wholeNumber(i + 1 < argc ? argv[++i] : nullptr, 0, std::numeric_limits<int>::max());
+    if (!number) usage(flag + " takes a whole number, not negative");
+    const long value = *number;
     if (flag == "--bytes")
       o.bytes = static_cast<std::size_t>(value) << 10;
     else if (flag == "--chunk")

@@ -21,12 +21,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench_flags.h"
+
 namespace {
 
+using ftcomm::bench::isHelpFlag;
+using ftcomm::bench::wholeNumber;
 using Clock = std::chrono::steady_clock;
 
 struct alignas(64) Line {
@@ -38,20 +44,17 @@ struct Shared {
   alignas(64) double perExchangeUs[256];  // by batch, written by process 0
 };
 
+constexpr const char* kUsage = "usage: ftcomm-bench-handover [--exchanges N] [--batches B]\n";
+
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "ftcomm-bench-handover: %s\nusage: ftcomm-bench-handover [--exchanges N] "
-               "[--batches B]\n",
-               why.c_str());
+  std::fprintf(stderr, "ftcomm-bench-handover: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
 }
 
 long positive(const char* flag, const char* value) {
-  char* end = nullptr;
-  const long n = value == nullptr ? 0 : std::strtol(value, &end, 10);
-  if (value == nullptr || *end != '\0' || n <= 0)
-    usage(std::string(flag) + " takes a positive number");
-  return n;
+  const std::optional<long> n = wholeNumber(value, 1, std::numeric_limits<int>::max());
+  if (!n) usage(std::string(flag) + " takes a positive number");
+  return *n;
 }
 
 // The first two CPUs this process may run on; -1 where there are fewer.
@@ -107,6 +110,10 @@ int main(int argc, char** argv) {
   long exchanges = 100000, batches = 9;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (isHelpFlag(flag)) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     const char* value = i + 1 < argc ? argv[++i] : nullptr;
     if (flag == "--exchanges") {
       exchanges = positive("--exchanges", value);

@@ -10,11 +10,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_flags.h"
 #include "recorder/flight_recorder.h"
 
 using namespace ftcomm::recorder;
@@ -92,19 +95,26 @@ double completedElsewhere(FlightRecorder* recorder, int ops) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  constexpr const char* kUsage = "usage: ftcomm-bench-recorder [--ops N] [--batches B]\n";
   int ops = 200000, batches = 9;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--ops")
-      ops = std::atoi(argv[i + 1]);
-    else if (flag == "--batches")
-      batches = std::atoi(argv[i + 1]);
-    else {
-      std::cerr << "usage: ftcomm-bench-recorder [--ops N] [--batches B]\n";
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (ftcomm::bench::isHelpFlag(flag)) {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (flag != "--ops" && flag != "--batches") {
+      std::cerr << "ftcomm-bench-recorder: unknown flag " << flag << "\n" << kUsage;
       return 2;
     }
+    const std::optional<long> value = ftcomm::bench::wholeNumber(
+        i + 1 < argc ? argv[++i] : nullptr, 1, std::numeric_limits<int>::max());
+    if (!value) {
+      std::cerr << "ftcomm-bench-recorder: " << flag << " takes a positive number\n" << kUsage;
+      return 2;
+    }
+    (flag == "--ops" ? ops : batches) = static_cast<int>(*value);
   }
-  if (ops < 1 || batches < 1) return 2;
   FlightRecorder recorder(FlightRecorder::kDefaultCapacity);
   std::vector<double> local, remote, handoffOnly;
   for (int b = 0; b < batches; ++b) {

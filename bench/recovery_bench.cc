@@ -19,11 +19,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_flags.h"
 #include "child_process.h"
 #include "ftcomm/communicator.h"
 #include "rendezvous_server_process.h"
@@ -80,10 +82,11 @@ struct Options {
   bool json = false;
 };
 
+constexpr const char* kUsage =
+    "usage: ftcomm-bench-recovery --ranks N [--trials T] [--stop] [--lease-ms L] [--json]\n";
+
 [[noreturn]] void usage(const std::string& why) {
-  std::cerr << "ftcomm-bench-recovery: " << why
-            << "\nusage: ftcomm-bench-recovery --ranks N [--trials T] [--stop] [--lease-ms L] "
-               "[--json]\n";
+  std::cerr << "ftcomm-bench-recovery: " << why << "\n" << kUsage;
   std::exit(2);
 }
 
@@ -92,12 +95,15 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     auto number = [&](int lo, int hi) {
-      if (i + 1 >= argc) usage(flag + " needs a value");
-      char* end = nullptr;
-      const long v = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || v < lo || v > hi) usage("bad value for " + flag);
-      return static_cast<int>(v);
+      const std::optional<long> v = bench::wholeNumber(i + 1 < argc ? argv[++i] : nullptr, lo, hi);
+      if (!v)
+        usage(flag + " takes a whole number in " + std::to_string(lo) + ".." + std::to_string(hi));
+      return static_cast<int>(*v);
     };
+    if (bench::isHelpFlag(flag)) {
+      std::cout << kUsage;
+      std::exit(0);
+    }
     if (flag == "--ranks") {
       o.ranks = number(2, 64);
     } else if (flag == "--trials") {

@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "algorithms/reduction_isa.h"
+#include "bench_flags.h"
 
 using namespace ftcomm;
 using namespace ftcomm::algorithms;
@@ -61,19 +63,25 @@ std::vector<double> throughput(const std::vector<kernels::Isa>& builds, DataType
 }  // namespace
 
 int main(int argc, char** argv) {
+  constexpr const char* kUsage = "usage: ftcomm-bench-reduction [--batches B]\n";
   int batches = 7;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--batches" && i + 1 < argc) {
-      batches = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: ftcomm-bench-reduction [--batches B]\n");
+    if (ftcomm::bench::isHelpFlag(flag)) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (flag != "--batches") {
+      std::fprintf(stderr, "ftcomm-bench-reduction: unknown flag %s\n%s", flag.c_str(), kUsage);
       return 2;
     }
-  }
-  if (batches < 1 || batches > 1000) {
-    std::fprintf(stderr, "ftcomm-bench-reduction: --batches must be in 1..1000\n");
-    return 2;
+    const std::optional<long> value =
+        ftcomm::bench::wholeNumber(i + 1 < argc ? argv[++i] : nullptr, 1, 1000);
+    if (!value) {
+      std::fprintf(stderr, "ftcomm-bench-reduction: --batches must be in 1..1000\n%s", kUsage);
+      return 2;
+    }
+    batches = static_cast<int>(*value);
   }
   std::vector<kernels::Isa> builds{kernels::Isa::kBaseline};
   if (kernels::bestIsa() != kernels::Isa::kBaseline) builds.push_back(kernels::bestIsa());

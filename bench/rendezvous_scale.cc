@@ -22,10 +22,12 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_flags.h"
 #include "ftcomm/proto/rendezvous.grpc.pb.h"
 
 namespace pb = ftcomm::rendezvous::v1;
@@ -220,9 +222,12 @@ class ServerChild {
   pid_t pid_ = -1;
 };
 
-int usage() {
-  std::cerr << "usage: ftcomm-bench-rendezvous [--members N] [--rounds R] [--channels C] "
-               "[--rendezvous HOST:PORT]\n";
+constexpr const char* kUsage =
+    "usage: ftcomm-bench-rendezvous [--members N] [--rounds R] [--channels C] "
+    "[--rendezvous HOST:PORT]\n";
+
+int usage(const std::string& why) {
+  std::cerr << "ftcomm-bench-rendezvous: " << why << "\n" << kUsage;
   return 2;
 }
 
@@ -232,25 +237,28 @@ int main(int argc, char** argv) {
   int members = 1024, rounds = 5, channels = 8;
   std::string address;
   for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (i + 1 >= argc) return usage();
-    std::string value = argv[++i];
-    try {
-      if (flag == "--members")
-        members = std::stoi(value);
-      else if (flag == "--rounds")
-        rounds = std::stoi(value);
-      else if (flag == "--channels")
-        channels = std::stoi(value);
-      else if (flag == "--rendezvous")
-        address = value;
-      else
-        return usage();
-    } catch (const std::exception&) {
-      return usage();
+    const std::string flag = argv[i];
+    if (ftcomm::bench::isHelpFlag(flag)) {
+      std::cout << kUsage;
+      return 0;
     }
+    const char* value = i + 1 < argc ? argv[++i] : nullptr;
+    if (flag == "--rendezvous") {
+      if (value == nullptr) return usage("--rendezvous needs HOST:PORT");
+      address = value;
+      continue;
+    }
+    int* into = flag == "--members"    ? &members
+                : flag == "--rounds"   ? &rounds
+                : flag == "--channels" ? &channels
+                                       : nullptr;
+    if (into == nullptr) return usage("unknown flag " + flag);
+    const std::optional<long> number = ftcomm::bench::wholeNumber(value, 1, 1 << 20);
+    if (!number) return usage(flag + " takes a whole number in 1..1048576");
+    *into = static_cast<int>(*number);
   }
-  if (members < 2 || rounds < 1 || rounds >= members || channels < 1) return usage();
+  if (members < 2 || rounds >= members)
+    return usage("need at least 2 members, and fewer rounds than members");
 
   std::unique_ptr<ServerChild> server;
   if (address.empty()) {
