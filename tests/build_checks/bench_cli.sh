@@ -6,23 +6,12 @@
 set -u
 name=$1 flag=$2
 shift 2
-out=$("$@" --help 2>/dev/null)
-status=$?
-if [ "$status" -ne 0 ]; then
-  echo "bench_cli: $name --help exited with $status" >&2
+fail() {
+  echo "bench_cli: $name $*" >&2
   exit 1
-fi
-case $out in
-  *"usage: $name"*) ;;
-  *) echo "bench_cli: $name --help printed no usage: $out" >&2; exit 1 ;;
-esac
-err=$("$@" "$flag" 10x 2>&1 >/dev/null)
-status=$?
-if [ "$status" -eq 0 ]; then
-  echo "bench_cli: $name $flag 10x was taken" >&2
-  exit 1
-fi
-case $err in
-  *"$flag"*) echo "bench_cli: $name: --help and $flag 10x (exit $status) as expected" ;;
-  *) echo "bench_cli: $name $flag 10x: no message that names $flag: $err" >&2; exit 1 ;;
-esac
+}
+out=$("$@" --help 2>/dev/null) || fail "--help exited with $?"
+case $out in *"usage: $name"*) ;; *) fail "--help printed no usage: $out" ;; esac
+if err=$("$@" "$flag" 10x 2>&1 >/dev/null); then fail "$flag 10x was taken"; fi
+case $err in *"$flag"*) ;; *) fail "$flag 10x: no message that names $flag: $err" ;; esac
+echo "bench_cli: $name: --help, and $flag 10x refused"
