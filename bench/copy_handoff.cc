@@ -65,20 +65,23 @@ Options parse(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    const std::optional<long> number =
-        wholeNumber(i + 1 < argc ? argv[++i] : nullptr, 0, std::numeric_limits<int>::max());
-    if (!number) usage(flag + " takes a whole number, not negative");
-    const long value = *number;
+    // The flag's value, read only for a flag it knows (an unknown one is named as such).
+    auto value = [&]() -> std::size_t {
+      const std::optional<long> number =
+          wholeNumber(i + 1 < argc ? argv[++i] : nullptr, 0, std::numeric_limits<int>::max());
+      if (!number) usage(flag + " takes a whole number, not negative");
+      return static_cast<std::size_t>(*number);
+    };
     if (flag == "--bytes")
-      o.bytes = static_cast<std::size_t>(value) << 10;
+      o.bytes = value() << 10;
     else if (flag == "--chunk")
-      o.chunk = static_cast<std::size_t>(value) << 10;
+      o.chunk = value() << 10;
     else if (flag == "--shared-offset")
-      o.sharedOffset = static_cast<std::size_t>(value);
+      o.sharedOffset = value();
     else if (flag == "--private-offset")
-      o.privateOffset = static_cast<std::size_t>(value);
+      o.privateOffset = value();
     else if (flag == "--batches")
-      o.batches = static_cast<int>(value);
+      o.batches = static_cast<int>(value());
     else
       usage("unknown flag " + flag);
   }
