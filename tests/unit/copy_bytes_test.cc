@@ -55,6 +55,8 @@ const std::vector<std::size_t> kSizes = {0,
                                          524287,
                                          524288,
                                          1 << 20,
+                                         (1 << 20) + 1,
+                                         (3u << 19) + 5,
                                          (16u << 20) - 1,
                                          16u << 20};
 
@@ -77,6 +79,17 @@ TEST_CASE("the AMD copy, which processors before Zen 5 take, copies every size i
       for (std::size_t to = 0; to < 64; to += 11)
         checkCopy(ftcomm::transport::detail::copyOnAmd, bytes, from, to);
   }
+}
+
+TEST_CASE("the copy in rep movsb pieces, which Zen 5 takes from 1 MiB, copies every size",
+          "[copy]") {
+  // copyBytes takes it only on those processors; here it runs wherever the tests do.
+  constexpr std::size_t kPiece = ftcomm::transport::kRepMovsbPieceBytes;
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, kPiece - 1, kPiece, kPiece + 1,
+                            2 * kPiece, 3 * kPiece, 3 * kPiece + 17, std::size_t{5} << 20})
+    for (std::size_t from = 0; from < 64; from += 13)
+      for (std::size_t to = 0; to < 64; to += 19)
+        checkCopy(ftcomm::transport::detail::copyInRepMovsbPieces, bytes, from, to);
 }
 
 #if defined(__x86_64__)
