@@ -43,7 +43,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <random>
 #include <string>
@@ -52,6 +51,7 @@
 
 #include "bench_buffer.h"
 #include "bench_options.h"
+#include "bench_table.h"
 #include "ftcomm/communicator.h"
 #include "gloo_peer.h"
 #include "recorder/flight_recorder.h"
@@ -61,7 +61,6 @@ extern char** environ;
 
 using namespace ftcomm;
 using namespace ftcomm::bench;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -160,47 +159,6 @@ std::string differential(Communicator& c, const std::string& op, const Shape& s,
   }
   return "";
 }
-
-// What one round of one column may take when the iterations are chosen by size: a peer that
-// stalls (Gloo's TCP transport at times waits 40-50 ms per call at 4 oversubscribed ranks) then
-// runs fewer iterations instead of looking hung.
-constexpr double kRoundBudgetUs = 2e6;
-
-// The slowest rank's mean microseconds per call of `body`, over `iters` calls or, when `bounded`,
-// as many as fit kRoundBudgetUs (at least 3). Every rank runs the same number of calls: the
-// estimate that sets it is the slowest rank's.
-template <typename Body>
-double timeIt(int iters, bool bounded, Body&& body) {
-  auto slowestOf = [](double us) {
-    double slowest = 0;
-    MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest;
-  };
-  const auto probe = Clock::now();
-  body();
-  body();
-  const double estimate =
-      slowestOf(std::chrono::duration<double, std::micro>(Clock::now() - probe).count() / 2);
-  if (bounded && estimate * iters > kRoundBudgetUs)
-    iters = std::max(3, static_cast<int>(kRoundBudgetUs / estimate));
-  for (int i = 2; i < std::max(2, iters / 10); ++i) body();  // the rest of the warm-up
-  MPI_Barrier(MPI_COMM_WORLD);
-  const auto start = Clock::now();
-  for (int i = 0; i < iters; ++i) body();
-  return slowestOf(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// One column of the table: a peer (or one variant of it) and its timed rounds at this size.
-struct Column {
-  std::string name;
-  std::function<void()> body;
-  std::vector<double> rounds;
-};
 
 // Gloo's store directory: rank 0 makes it, everyone learns it.
 std::string glooStoreDir(int rank) {
@@ -351,42 +309,7 @@ int main(int argc, char** argv) {
         (o.op == "allgather" || o.op == "reducescatter" || o.op == "alltoall")
             ? s.count * static_cast<std::size_t>(n) * elementBytes
             : s.count * elementBytes;
-    const double ftUs = median(columns.front().rounds);
-    auto busbw = [&](double us) { return actual / us / 1e3 * busFactor(o.op, n); };
-    if (rank != 0) continue;
-    if (o.json) {
-      std::printf("{\"op\":\"%s\",\"dtype\":\"%s\",\"bytes\":%zu,\"ranks\":%d", o.op.c_str(),
-                  o.dtype.c_str(), actual, n);
-      for (const Column& column : columns) {
-        const double us = median(column.rounds);
-        std::printf(",\"%s_us\":%.3f,\"%s_busbw_gbs\":%.4f", column.name.c_str(), us,
-                    column.name.c_str(), busbw(us));
-      }
-      if (o.check) std::printf(",\"check\":\"%s\"", verdict.c_str());
-      std::printf("}\n");
-    } else {
-      if (!headed) {
-        headed = true;
-        std::printf(
-            "# ftcomm-bench --op %s, %d ranks, %s, median of %d rounds; "
-            "ratio = peer time / ftcomm time (above 1: ftcomm is faster)\n",
-            o.op.c_str(), n, o.dtype.c_str(), o.rounds);
-        std::printf("%12s", "bytes");
-        for (const Column& column : columns) {
-          std::printf(" %14s %10s", (column.name + "_us").c_str(), "busbw");
-          if (&column != &columns.front()) std::printf(" %8s", "ratio");
-        }
-        std::printf("%s\n", o.check ? " check" : "");
-      }
-      std::printf("%12zu", actual);
-      for (const Column& column : columns) {
-        const double us = median(column.rounds);
-        std::printf(" %14.2f %10.3f", us, busbw(us));
-        if (&column != &columns.front()) std::printf(" %8.2f", us / ftUs);
-      }
-      std::printf("%s%s\n", o.check ? " " : "", verdict.c_str());
-    }
-    std::fflush(stdout);
+    if (rank == 0) printRow(o, n, actual, columns, verdict, headed);
   }
   gloo.reset();
   created->reset();
