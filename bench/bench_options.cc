@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "[--dtype float32|float16|bfloat16] [--reduce-op sum|avg] [--memory heap|allocmem]\n"
     "       [--offset BYTES] (buffers start BYTES, a multiple of 4, past a 64-byte boundary)\n"
     "       [--rewrite-inputs] (a store into every cache line of the input before each call)\n"
+    "       [--fresh-inputs] (the same stores untimed, then a barrier; each call timed alone)\n"
     "       [--window allocate|heap|allocmem] (put and get: the window's memory)\n"
     "  Sizes take K, M, G (or KiB, MiB, GiB). Run it under mpirun, one process per rank.\n";
 
@@ -92,6 +93,8 @@ Options parse(int argc, char** argv) {
       o.json = true;
     else if (flag == "--rewrite-inputs")
       o.rewriteInputs = true;
+    else if (flag == "--fresh-inputs")
+      o.freshInputs = true;
     else if (flag == "--dtype")
       o.dtype = value();
     else if (flag == "--reduce-op")
@@ -148,6 +151,9 @@ Options parse(int argc, char** argv) {
     usage("--offset must be a multiple of 4 in 0..4092 (the elements stay aligned)");
   if (oneSided && o.offset != 0) usage("--offset does not go with --op " + o.op);
   if (oneSided && o.rewriteInputs) usage("--rewrite-inputs does not go with --op " + o.op);
+  if (oneSided && o.freshInputs) usage("--fresh-inputs does not go with --op " + o.op);
+  if (o.rewriteInputs && o.freshInputs)
+    usage("--rewrite-inputs and --fresh-inputs exclude each other (timed stores or untimed)");
   return o;
 }
 

@@ -26,6 +26,11 @@ struct Options {
   // alike: inputs that change from call to call, as a training step's gradients do, instead of
   // inputs that a reader finds clean in its cache from the call before.
   bool rewriteInputs = false;
+  // The same stores before every call, but outside the timed part, and then an MPI barrier:
+  // each call's input is modified in its caller's cache and held in no other cache when the
+  // clock starts (the stores took the lines from any peer that had read them), as a gradient is
+  // after a backward pass. Each call is timed alone; --rewrite-inputs times the stores too.
+  bool freshInputs = false;
   // put and get: a window from Window::allocate(), or registered over the bench's heap memory
   // or over memory from ftcomm::allocMem (Window::registerMemory).
   std::string window = "allocate";  // or heap, allocmem

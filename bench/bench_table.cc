@@ -26,19 +26,31 @@ double slowestOf(double us) {
 
 }  // namespace
 
-double timeIt(int iters, bool bounded, const std::function<void()>& body) {
-  const auto probe = Clock::now();
-  body();
-  body();
-  const double estimate =
-      slowestOf(std::chrono::duration<double, std::micro>(Clock::now() - probe).count() / 2);
+double timeIt(int iters, bool bounded, const Column& column) {
+  const std::function<void()>& body = column.body;
+  // Microseconds of `calls` calls: back to back, or each prepared and timed alone.
+  auto run = [&](int calls) {
+    if (!column.prepare) {
+      const auto start = Clock::now();
+      for (int i = 0; i < calls; ++i) body();
+      return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    }
+    double us = 0;
+    for (int i = 0; i < calls; ++i) {
+      column.prepare();
+      MPI_Barrier(MPI_COMM_WORLD);
+      const auto start = Clock::now();
+      body();
+      us += std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    }
+    return us;
+  };
+  const double estimate = slowestOf(run(2) / 2);
   if (bounded && estimate * iters > kRoundBudgetUs)
     iters = std::max(3, static_cast<int>(kRoundBudgetUs / estimate));
-  for (int i = 2; i < std::max(2, iters / 10); ++i) body();  // the rest of the warm-up
+  run(std::max(0, iters / 10 - 2));  // the rest of the warm-up
   MPI_Barrier(MPI_COMM_WORLD);
-  const auto start = Clock::now();
-  for (int i = 0; i < iters; ++i) body();
-  return slowestOf(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters);
+  return slowestOf(run(iters) / iters);
 }
 
 double median(std::vector<double> v) {

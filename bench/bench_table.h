@@ -16,12 +16,17 @@ struct Column {
   std::string name;
   std::function<void()> body;
   std::vector<double> rounds;
+  // --fresh-inputs: what runs before each call, untimed.
+  std::function<void()> prepare;
 };
 
-// The slowest rank's mean microseconds per call of `body`, over `iters` calls or, when `bounded`,
-// as many as fit a 2-second round (at least 3). Every rank runs the same number of calls: the
-// estimate that sets it is the slowest rank's. Collective over MPI_COMM_WORLD.
-double timeIt(int iters, bool bounded, const std::function<void()>& body);
+// The slowest rank's mean microseconds per call of the column's body, over `iters` calls or,
+// when `bounded`, as many as fit a 2-second round (at least 3). Every rank runs the same number
+// of calls: the estimate that sets it is the slowest rank's. Collective over MPI_COMM_WORLD.
+// Calls run back to back and are timed together; where the column has a `prepare`, it runs
+// before each call, then an MPI barrier, and each call is timed alone (the slowest rank's sum
+// of its calls' times).
+double timeIt(int iters, bool bounded, const Column& column);
 
 double median(std::vector<double> v);
 

@@ -246,11 +246,11 @@ int main(int argc, char** argv) {
         last = st;
     };
     std::vector<Column> columns;
-    columns.push_back({"ftcomm", ftcommOnce, {}});
+    columns.push_back({"ftcomm", ftcommOnce, {}, {}});
     for (const std::string& peer : o.peers) {
       if (peer == "mpi") {
         columns.push_back(
-            {"mpi", [&] { runMpi(o.op, MPI_FLOAT, send.data(), recv.data(), s.count); }, {}});
+            {"mpi", [&] { runMpi(o.op, MPI_FLOAT, send.data(), recv.data(), s.count); }, {}, {}});
       } else if (peer == "recorder-off") {
         columns.push_back({"recorder_off",
                            [&] {
@@ -258,16 +258,18 @@ int main(int argc, char** argv) {
                              ftcommOnce();
                              recorder::FlightRecorder::process().setRecording(true);
                            },
+                           {},
                            {}});
       } else {
         for (const std::string& variant : GlooPeer::variants(o.op)) {
           columns.push_back({variant.empty() ? "gloo" : "gloo_" + variant,
                              gloo->bind(o.op, variant, glooSend.data(), glooRecv.data(), s.count),
+                             {},
                              {}});
         }
       }
     }
-    if (o.rewriteInputs) {
+    if (o.rewriteInputs || o.freshInputs) {
       // The input of each library's call: a broadcast's is the root's one buffer.
       const bool bcast = o.op == "broadcast";
       // ftcomm's buffers hold its dtype; the peers' float32.
@@ -283,6 +285,10 @@ int main(int argc, char** argv) {
             gloos  ? inputOf(glooSend.data(), glooRecv.data(), sizeof(float))
             : ours ? inputOf(ftSend, ftRecv, elementBytes)
                    : inputOf(send.data(), recv.data(), sizeof(float));
+        if (o.freshInputs) {
+          column.prepare = [input, inputBytes] { rewriteLines(input, inputBytes); };
+          continue;
+        }
         column.body = [input, inputBytes, body = std::move(column.body)] {
           rewriteLines(input, inputBytes);
           body();
@@ -293,7 +299,7 @@ int main(int argc, char** argv) {
     for (int round = 0; round < o.rounds; ++round) {
       for (Column& column : columns) {
         try {
-          column.rounds.push_back(timeIt(iters, o.iters == 0, column.body));
+          column.rounds.push_back(timeIt(iters, o.iters == 0, column));
         } catch (const std::exception& e) {  // Gloo's timeout
           std::cerr << "ftcomm-bench: rank " << rank << ": " << column.name
                     << " failed: " << e.what() << "\n";

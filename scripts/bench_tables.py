@@ -17,7 +17,8 @@ import sys
 out = pathlib.Path(sys.argv[1])
 NAMES = {"auto": "shared memory (FTCOMM_TRANSPORT=auto)", "ucx": "UCX (FTCOMM_TRANSPORT=ucx)",
          "allocmem": "shared memory, buffers from ftcomm::allocMem (--memory allocmem)",
-         "rewrite": "shared memory, inputs rewritten before every call (--rewrite-inputs)"}
+         "rewrite": "shared memory, inputs rewritten before every call (--rewrite-inputs)",
+         "fresh": "shared memory, inputs rewritten outside the timed part (--fresh-inputs)"}
 OPS = ["allreduce", "broadcast", "allgather", "reducescatter", "alltoall", "reduce"]
 MPI_SIZES = [8, 4 << 10, 64 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20]
 GLOO_SIZES = [8, 4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
