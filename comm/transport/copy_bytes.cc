@@ -21,10 +21,9 @@ bool avx2Copies() {
 #endif
 }
 
-// GCC expands each constant 2 KiB memcpy into `rep movsq`, which is faster here than glibc's
-// `rep movsb` over the whole range, and slower than the vector loop.
-void copyInPieces(void* to, const void* from, std::size_t bytes) {
-  constexpr std::size_t kPiece = 2048;
+// memcpy in pieces of a constant kPiece bytes, and the rest.
+template <std::size_t kPiece>
+void copyInPiecesOf(void* to, const void* from, std::size_t bytes) {
   auto* d = static_cast<unsigned char*>(to);
   const auto* s = static_cast<const unsigned char*>(from);
   for (; bytes > kPiece; bytes -= kPiece, d += kPiece, s += kPiece) std::memcpy(d, s, kPiece);
@@ -34,14 +33,7 @@ void copyInPieces(void* to, const void* from, std::size_t bytes) {
 }  // namespace
 
 void copyInRepMovsbPieces(void* to, const void* from, std::size_t bytes) {
-  auto* d = static_cast<unsigned char*>(to);
-  const auto* s = static_cast<const unsigned char*>(from);
-  for (; bytes > kRepMovsbPieceBytes; bytes -= kRepMovsbPieceBytes) {
-    std::memcpy(d, s, kRepMovsbPieceBytes);
-    d += kRepMovsbPieceBytes;
-    s += kRepMovsbPieceBytes;
-  }
-  std::memcpy(d, s, bytes);
+  copyInPiecesOf<kRepMovsbPieceBytes>(to, from, bytes);
 }
 
 void copyOnAmd(void* to, const void* from, std::size_t bytes) {
@@ -51,7 +43,9 @@ void copyOnAmd(void* to, const void* from, std::size_t bytes) {
     return;
   }
 #endif
-  copyInPieces(to, from, bytes);
+  // GCC expands each constant 2 KiB memcpy into `rep movsq`, which is faster here than glibc's
+  // `rep movsb` over the whole range, and slower than the vector loop.
+  copyInPiecesOf<2048>(to, from, bytes);
 }
 
 }  // namespace ftcomm::transport::detail

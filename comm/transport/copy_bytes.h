@@ -14,8 +14,9 @@
 // 20-44 us, the AVX2 loop 24-151 us, glibc's vector loop without `rep movsb` 31-155 us; "Zen 5"
 // in BENCHMARKS.md), so every copy there goes to memcpy, and one from glibc's 1 MiB limit for
 // `rep movsb` on goes in 512 KiB memcpy pieces: a 2 MiB copy between heap buffers 17% faster than
-// glibc's vector loop, 3-8 MiB 3-6%, 16-32 MiB 13-19%; the direct 2-rank allgather (its own
-// block) 5-10% faster at 2-8 MiB ("rep movsb on Zen 5 from 1 MiB" in BENCHMARKS.md). On Intel,
+// glibc's vector loop, 3-8 MiB 3-6%, 16-32 MiB 13-19%; the direct 2-rank allgather, whose own
+// block is such a copy, 2-5% faster at 2-8 MiB (0.88-0.94x OpenMPI -> 0.94-0.98x; "rep movsb on
+// Zen 5 from 1 MiB" in BENCHMARKS.md). On Intel,
 // whose `rep movsb` (ERMS, FSRM) is glibc's fastest copy, every copy goes to memcpy: 15-30% faster
 // than pieces from 32 KiB to 1 MiB on the Xeon (Sapphire Rapids) VMs of 2026-12-01.
 //
