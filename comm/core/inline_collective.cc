@@ -59,7 +59,8 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   packSignature(signature, signature_);
   piecesOfBlocks_ = *postsOf(collective) == Posts::kBlocks;
   inHead_ = !plan.direct && plan.chunks == 1 && inputBytes() <= shm::kHeadBytes;
-  lends_ = plan.chunks > 1 && mayLend();
+  lendable_ = lendable();
+  lends_ = lendable_ && mayLend();
   readsOwnInput_ = readsOwnInput();
 }
 
@@ -135,7 +136,7 @@ void InlineCollective::post() {
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
   const auto* in = static_cast<const std::byte*>(args_.send);
   std::byte* into = inHead_ ? slot.head : slot.payload;
-  if (plan_.chunks > 1) slot.lent.streamed = lends_ ? 1 : 0;  // read by takeLent() only
+  if (lendable_) slot.lent.streamed = lends_ ? 1 : 0;  // read by takeLent() only
   if (plan_.direct || lends_) {
     slot.lent.sendAddress = reinterpret_cast<std::uint64_t>(args_.send);
     slot.lent.loanMark = group_.domain->loanMark(group_.channels[static_cast<std::size_t>(rank_)]);
@@ -218,15 +219,28 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
       FTCOMM_RETURN_IF_ERROR(checkPosted(next_, slot));
     }
     if (!finished_) {
-      Status finished = plan_.direct ? readPeers() : finish();
+      if (chunk_ == 0 && lendable_) whole_ = lendsWhole();
+      Status finished = plan_.direct || whole_ ? readPeers() : finish();
       wakePeers();
       FTCOMM_RETURN_IF_ERROR(finished);
       // Nothing of the peers' posts (or, in the direct form, of their buffers) is read any
       // more: they may post into this slot again.
-      group_.areas[static_cast<std::size_t>(rank_)]->consumed[slot_].store(
-          index_, std::memory_order_release);
+      std::atomic<std::uint64_t>* consumed =
+          group_.areas[static_cast<std::size_t>(rank_)]->consumed;
+      if (whole_) {
+        // Every member skips the other rounds alike: this one's are consumed, so that the next
+        // collective's posts (mayPost) and the lenders' release (consumedByPeers) find them.
+        const std::uint64_t last = index_ + plan_.chunks - 1;
+        if (plan_.chunks > 1) consumed[(last - 1) % 2].store(last - 1, std::memory_order_release);
+        consumed[last % 2].store(last, std::memory_order_release);
+        chunk_ = plan_.chunks - 1;
+        index_ = last;
+        slot_ = static_cast<int>(last % 2);
+      } else {
+        consumed[slot_].store(index_, std::memory_order_release);
+      }
       finished_ = true;
-      if (plan_.direct || (lenders_ && lenders_->read && chunk_ + 1 == plan_.chunks)) {
+      if (plan_.direct || whole_ || (lenders_ && lenders_->read && chunk_ + 1 == plan_.chunks)) {
         // The peers wait for this (released(), or a lender for its last chunk), and nothing
         // else may come to wake them: a large one hands the wait to a progress thread that
         // sleeps.
@@ -256,9 +270,9 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
 
 Status InlineCollective::finish() {
   if (chunkBytes() == 0) return Status::Ok();
-  // Only streamed collectives lend (mayLend), and every member's plan says alike whether this
-  // one streams: one chunk is in the posts.
-  if (plan_.chunks == 1) return combine();
+  // Only lendable collectives lend, and every member's plan says alike which are: the others'
+  // parts are in the posts.
+  if (!lendable_) return combine();
   FTCOMM_RETURN_IF_ERROR(takeLent());
   FTCOMM_RETURN_IF_ERROR(combine());
   return checkLent();

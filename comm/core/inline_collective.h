@@ -4,11 +4,13 @@
 // its own input (a reduction folds them in rank order, so every member gets the same bits). No
 // message, no request, no allocation: one copy in, one pass over the slots out.
 //
-// A streamed collective (more than one chunk) lends where it can instead (inline_lend.cc): a
-// member whose input is allocMem memory, which the peers map, posts its send buffer's address
-// and no data, the peers read its chunks straight from there (one copy instead of two), and it
-// returns once they have read the last one. Each member decides alone; a reader takes each
-// peer's chunk from wherever that peer's post says it is.
+// An all-to-all (at 2 ranks an allgather too) that streams (more than one chunk), or at 2 ranks
+// whose posts are large (lendable), lends where it can instead (inline_lend.cc; every collective
+// with FTCOMM_INLINE_LEND=1): a member whose input is allocMem memory, which the peers map, posts
+// its send buffer's address and no data, the peers read its chunks straight from there (one copy
+// instead of two), and it returns once they have read the last one. Each member decides alone;
+// a reader takes each peer's chunk from wherever that peer's post says it is. Where every
+// member lends, they all read everything in the first round (lendsWhole).
 //
 // Every member waits for every post, even a broadcast's root, which reads nothing: the posts
 // carry the signatures, and two members that both think they are the root (or neither) must
@@ -124,11 +126,23 @@ class InlineCollective {
   // it is read (in place, except where that cannot happen), nor in the direct form or a loan,
   // which read the input anyway.
   bool readsOwnInput() const;
-  // A streamed collective (more than one chunk: the caller checks) whose input lies in memory
+  // A collective in which members may lend (mayLend), the same on every member: one that
+  // streams (more than one chunk), or at 2 ranks one whose posts are large enough that a peer's
+  // second copy out of them costs more than reading the lender's buffer after a post of its
+  // address.
+  bool lendable() const;
+  // A lendable collective (the caller checks) whose input lies in memory
   // that the peers map (allocMem): this member posts no data, the peers read its chunks
   // straight out of its send buffer, and it returns once they are done. Not where the member
-  // writes what its peers read meanwhile, and only with FTCOMM_INLINE_LEND=1 (inline_lend.cc).
+  // writes what its peers read meanwhile; an all-to-all, or an allgather at 2 ranks, unless
+  // FTCOMM_INLINE_LEND says otherwise (inline_lend.cc).
   bool mayLend() const;
+  // In the first round of a lendable broadcast, allgather or all-to-all: every member whose
+  // post carries data lends (mayLend). Then each reads its whole result straight from the
+  // lenders' buffers at once, as the direct form does, and the other rounds are skipped (one
+  // wait for the peers instead of one per chunk). A reader that lends must decide the same; one
+  // that sees a member copy through its slot streams chunk by chunk, reading the lent parts.
+  bool lendsWhole() const;
   // This member's input: its block, or one block per member (Posts::kBlocks).
   std::size_t inputBytes() const;
   // Before a chunk's result: finds where each lending peer's part of it lies; after it, whether
@@ -155,7 +169,9 @@ class InlineCollective {
   bool stoppedAtLimit_ = false;
   int next_ = 0;         // ranks before it have posted the current chunk
   bool inHead_;          // the posts fit in their slots' first lines (InlineSlot::head)
+  bool lendable_;        // lendable(), decided once
   bool lends_;           // mayLend(), decided once
+  bool whole_ = false;   // lendsWhole(), decided in the first round
   bool readsOwnInput_;   // readsOwnInput(), decided once
   bool piecesOfBlocks_;  // a post holds a piece of every block (Posts::kBlocks)
   // What this member knows of the peers that lend (takeLent): none for one that never saw a

@@ -4,9 +4,11 @@
 // Without it, a streamed collective copies every chunk into its slot and out again even where
 // the direct algorithms read allocMem buffers with a single copy; on AMD Zen 5, where streaming
 // replaced them (to 16 MiB then, 64 MiB now: inline_plan.cc), that halved what allocMem buffers
-// gained, on inputs that never change. On inputs that change at every call it cost 2-3x, so it
-// is off unless FTCOMM_INLINE_LEND=1 (mayLend).
+// gained. An all-to-all (and at 2 ranks an allgather) lends by default, and where every member
+// lends, the whole collective runs in its first round (InlineCollective::lendsWhole); the others
+// lend only with FTCOMM_INLINE_LEND=1 (mayLend says why).
 #include <algorithm>
+#include <iostream>
 
 #include "core/environment.h"
 #include "core/inline_collective.h"
@@ -27,21 +29,58 @@ bool overlap(const void* a, std::size_t aBytes, const void* b, std::size_t bByte
 
 }  // namespace
 
+bool InlineCollective::lendable() const {
+  // One that streams, and at 2 ranks one of one chunk from 16 KiB of input. With allocMem
+  // buffers, 2 ranks, 3 alternating runs, allgather lent from 16 KiB against from 256 KiB and
+  // against only where it streams:
+  //   - fresh inputs: 64-256 KiB 2.5-7.0 us against 3.9-12.6 and 3.1-10.7; 1 MiB 26 us against
+  //     28 and 46;
+  //   - unchanged inputs: 32-256 KiB 1.0-3.1 us against 1.9-10.5 and 1.9-10.6.
+  // All-to-all alike. At 4 ranks, on 2 cores, a post of one chunk lent lost (fresh all-to-all,
+  // 256 KiB-2 MiB: 1.29-1.66x OpenMPI against 1.41-2.08x copied; unchanged 8-64 KiB: 12-22 us
+  // against 12-16), since a lender waits for its last reader, who may be off the core.
+  // FTCOMM_INLINE_LEND_FROM_KIB: lend one chunk from this many KiB, at any size (for measuring).
+  static const int fromKib = envInt("FTCOMM_INLINE_LEND_FROM_KIB", -1);
+  if (plan_.direct || plan_.chunks == 0) return false;
+  if (plan_.chunks > 1) return true;
+  if (fromKib >= 0) return inputBytes() >= static_cast<std::size_t>(fromKib) << 10;
+  return n_ <= 2 && inputBytes() >= (std::size_t{16} << 10);
+}
+
 bool InlineCollective::mayLend() const {
-  // Off unless FTCOMM_INLINE_LEND=1 (since 2026-12-03). Lending won only where the input never
-  // changes between calls, as in a benchmark: the peers then read lines that stay clean in
-  // their caches. A training step's input is new at every call; the peers then read lines
-  // modified in this member's cache, and this member's next writes of its input wait for their
-  // copies to be invalidated. 2 ranks, allocMem buffers, 2-8 MiB, 2 alternating runs each,
-  // medians of ftcomm / OpenMPI, lent against copied through the slots: with the input
-  // rewritten before every call (ftcomm-bench --rewrite-inputs) allreduce 0.68-0.77x against
-  // 1.85-2.15x, broadcast 1.14-1.38x against 3.06-3.36x, reduce 1.01-1.26x against 2.21-4.10x,
-  // allgather 1.17-1.26x against 2.79-3.31x, all-to-all 1.15-1.37x against 2.08-2.46x,
-  // reduce-scatter 37-38x against 65-78x; with unchanged inputs lending had won (allreduce
-  // 3.26-3.79x against 1.99-2.28x, all-to-all 1.70-1.79x against 1.01-1.07x; BENCHMARKS.md,
-  // "Fresh inputs").
-  static const bool lendInputs = envSwitch("FTCOMM_INLINE_LEND", false);
-  if (!lendInputs) return false;
+  // FTCOMM_INLINE_LEND: 1 lends every collective's input, 0 none; unset, an all-to-all's, and
+  // an allgather's at 2 ranks.
+  //
+  // Lending off for all (2026-12-03 to 2026-12-04) came from inputs rewritten in the timed part
+  // (ftcomm-bench --rewrite-inputs): 2 ranks, allocMem buffers, 2-8 MiB, 2 alternating runs
+  // each, medians of ftcomm / OpenMPI, lent against copied through the slots: allreduce
+  // 0.68-0.77x against 1.85-2.15x, broadcast 1.14-1.38x against 3.06-3.36x, reduce 1.01-1.26x
+  // against 2.21-4.10x, allgather 1.17-1.26x against 2.79-3.31x, all-to-all 1.15-1.37x against
+  // 2.08-2.46x, reduce-scatter 37-38x against 65-78x. Those stores pay for taking each line back
+  // from the peer that read it the call before, which a training step's input, written long
+  // after its last collective, does not. With inputs fresh in this member's cache and the stores
+  // untimed (--fresh-inputs), and with unchanged inputs, lending the allgather and all-to-all
+  // wins, whole where every member lends (lendsWhole; BENCHMARKS.md, "Lending allocMem inputs
+  // again"). Copied through the slots against lent, medians of ftcomm / OpenMPI:
+  //   - 2 ranks, 64 KiB-64 MiB, 4 alternating runs: fresh, allgather 1.25-2.44x against
+  //     1.78-3.54x, all-to-all 1.15-2.30x against 1.51-3.08x; unchanged, allgather 0.92-2.01x
+  //     against 1.75-4.82x, all-to-all 0.94-1.93x against 1.82-4.75x;
+  //   - 4 ranks, 256 KiB-64 MiB, 3 alternating runs: unchanged, allgather 1.75-2.46x against
+  //     2.11-3.54x, all-to-all 0.91-1.42x against 1.90-2.45x; fresh, all-to-all 4-64 MiB
+  //     1.06-1.41x against 1.48-1.85x, but allgather 1-64 MiB 1.79-2.23x against 1.55-1.92x,
+  //     so beyond 2 ranks an allgather copies.
+  // Lending the reductions lost or drew (2 ranks, fresh, 1-64 MiB: allreduce 1.59-1.78x against
+  // 1.64-2.08x copied, reduce 1.33-2.43x against 1.75-2.44x), and broadcast was mixed (1.38-2.44x
+  // against 1.67-2.27x), so they copy through the slots.
+  static const int lendSetting = [] {
+    const int setting = envInt("FTCOMM_INLINE_LEND", -1);
+    if (setting < -1 || setting > 1)
+      std::cerr << "ftcomm: FTCOMM_INLINE_LEND is not 0 or 1; all-to-alls lend\n";
+    return setting;
+  }();
+  const bool byDefault =
+      collective_ == Collective::kAllToAll || (collective_ == Collective::kAllGather && n_ <= 2);
+  if (lendSetting == 0 || (lendSetting != 1 && !byDefault)) return false;
   if (plan_.block == 0 || keepsInput()) return false;
   const Posts posts = *postsOf(collective_);
   if (posts == Posts::kNothing || (posts == Posts::kRoot && rank_ != args_.root)) return false;
@@ -70,6 +109,25 @@ bool InlineCollective::mayLend() const {
       break;
   }
   return !writesInput && shm::MappableMemory::process().listed(args_.send, sendBytes);
+}
+
+bool InlineCollective::lendsWhole() const {
+  // What each member posted in the first round says whether it lends, and every member sees the
+  // same posts: they all decide alike. A broadcast's members other than the root post no data.
+  // FTCOMM_INLINE_LEND_WHOLE=0 keeps lending chunk by chunk (for measuring).
+  static const bool whole = envSwitch("FTCOMM_INLINE_LEND_WHOLE", true);
+  if (!whole || (collective_ != Collective::kAllGather && collective_ != Collective::kAllToAll &&
+                 collective_ != Collective::kBroadcast)) {
+    return false;
+  }
+  for (int p = 0; p < n_; ++p) {
+    if (collective_ == Collective::kBroadcast && p != args_.root) continue;
+    const bool lent =
+        p == rank_ ? lends_
+                   : group_.areas[static_cast<std::size_t>(p)]->slots[slot_].lent.streamed != 0;
+    if (!lent) return false;
+  }
+  return true;
 }
 
 Status InlineCollective::takeLent() {

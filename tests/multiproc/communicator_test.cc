@@ -300,15 +300,39 @@ TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buf
 TEST_CASE(
     "shared memory: buffers from allocMem give every collective's right result at 2-4 ranks") {
   // Also with every collective whose posts are up to 16 MiB streamed through the inline slots,
-  // as on AMD Zen 5 (inline_plan.cc), copied through the slots and (FTCOMM_INLINE_LEND=1) lent:
-  // the members then lend their allocMem inputs, and the peers read the chunks from there
-  // instead of from the slots (inline_lend.cc), in place and not.
+  // as on AMD Zen 5 (inline_plan.cc): the all-to-alls (and 2-rank allgathers) lend their
+  // allocMem inputs (whole, or chunk by chunk with FTCOMM_INLINE_LEND_WHOLE=0), every collective
+  // with FTCOMM_INLINE_LEND=1, none with 0; the peers read the lent parts from there instead of
+  // from the slots (inline_lend.cc), in place and not.
   const std::vector<std::vector<std::string>> settings = {
-      {}, {"FTCOMM_INLINE_MAX_KIB=16384"}, {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND=1"}};
+      {},
+      {"FTCOMM_INLINE_MAX_KIB=16384"},
+      {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND_WHOLE=0"},
+      {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND=0"},
+      {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND=1"}};
   for (const auto& env : settings) {
     for (int ranks : {2, 3, 4}) {
       for (const auto& result : runWithMemory("allocmem", "collectives", ranks, env)) {
         INFO("ranks=" << ranks << " " << (env.empty() ? "" : env.back()));
+        CHECK_THAT(result, Catch::StartsWith("OK"));
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "shared memory: members of which some lend allocMem buffers and some copy heap ones get "
+    "every collective's right result") {
+  // The odd ranks' buffers are allocMem memory, the even ranks' heap memory: where a collective
+  // streams, the odd ranks lend and the even ones copy through their slots, so nobody may take
+  // the whole collective at once (InlineCollective::lendsWhole), and each reads every peer's
+  // chunk from where that peer's post says it is.
+  for (const std::string lend : {"", "1"}) {
+    for (int ranks : {2, 3, 4}) {
+      std::vector<std::string> env = {"FTCOMM_INLINE_MAX_KIB=16384"};
+      if (!lend.empty()) env.push_back("FTCOMM_INLINE_LEND=" + lend);
+      for (const auto& result : runWithMemory("mixed", "collectives", ranks, env)) {
+        INFO("ranks=" << ranks << " " << env.back());
         CHECK_THAT(result, Catch::StartsWith("OK"));
       }
     }

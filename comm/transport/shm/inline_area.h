@@ -48,9 +48,9 @@ struct alignas(64) InlineSlot {
     // soon as it sees the index, instead of waiting for a second line from the poster's core
     // (an 8-byte allreduce did so at every call).
     std::byte head[kHeadBytes] = {};
-    // The direct form's post (core/inline_collective.h), or a streamed one that lends: the
-    // address of the poster's send buffer, which the others read, and the mark it is lent under
-    // (shm_domain.h, Loan). `streamed`: this chunk of a streamed collective is not in the slot
+    // The direct form's post (core/inline_collective.h), or a lendable one's: the address of
+    // the poster's send buffer, which the others read, and the mark it is lent under
+    // (shm_domain.h, Loan). `streamed`: this chunk of a lendable collective is not in the slot
     // but in the send buffer (from allocMem, which the others map), to be read there.
     struct {
       std::uint64_t sendAddress;
