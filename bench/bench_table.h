@@ -21,7 +21,8 @@ struct Column {
 };
 
 // The slowest rank's mean microseconds per call of the column's body, over `iters` calls or,
-// when `bounded`, as many as fit a 2-second round (at least 3). Every rank runs the same number
+// when `bounded`, as many as fit a 2-second round (at least 3; with a `prepare`, counting it
+// and the barriers). Every rank runs the same number
 // of calls: the estimate that sets it is the slowest rank's. Collective over MPI_COMM_WORLD.
 // Calls run back to back and are timed together; where the column has a `prepare`, it runs
 // before each call, then an MPI barrier, and each call is timed alone (the slowest rank's sum
