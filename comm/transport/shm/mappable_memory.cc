@@ -40,11 +40,11 @@ void writeEntry(RegionEntry& entry, std::uint64_t base, std::uint64_t length, st
   entry.version.store(version + 2, std::memory_order_release);
 }
 
-// Set in a child after fork() (pthread_atfork), where the table's pages are still its parent's.
-// listed() runs on every collective that may lend its input (core/inline_lend.cc) and asks this
-// instead of comparing getpid() with the owner: that system call cost 3 us a call on the Zen 5
-// VM (a 2-rank 512 KiB allgather of allocMem buffers, lent: 10.3-10.6 us with it, 7.2-7.4
-// without), where the kernel entry is expensive.
+// Set in a child after fork() (pthread_atfork), where the table's pages are still its parent's:
+// its allocations stay out of the table, its frees leave it alone. Until 2026-12-04 each check
+// compared getpid() with the table's maker, and listed() runs on every collective that may lend
+// its input (core/inline_lend.cc): that system call cost 3 us a call on the Zen 5 VM (a 2-rank
+// 512 KiB allgather of allocMem buffers, lent: 10.3-10.6 us with it, 7.2-7.4 without).
 std::atomic<bool> inForkedChild{false};
 
 void markForkedChild() {
@@ -72,7 +72,6 @@ MappableMemory::MappableMemory() {
   table_ = new (base) RegionTable();
   table_->magic = RegionTable::kMagic;
   tableFd_ = fd;
-  owner_ = ::getpid();
   ::pthread_atfork(nullptr, nullptr, &markForkedChild);
 }
 
@@ -111,7 +110,7 @@ Result<void*> MappableMemory::allocate(std::size_t bytes) {
 }
 
 int MappableMemory::takeEntry() {
-  if (table_ == nullptr || ::getpid() != owner_) return -1;
+  if (table_ == nullptr || inForkedChild.load(std::memory_order_relaxed)) return -1;
   const auto used = static_cast<int>(table_->used.load(std::memory_order_relaxed));
   for (int i = 0; i < used; ++i) {
     if (table_->entries[i].base.load(std::memory_order_relaxed) == 0) return i;
@@ -130,7 +129,8 @@ Status MappableMemory::free(void* memory) {
   }
   // Out of the table first: a reader that takes the descriptor from now on finds another inode
   // (or none) and drops it.
-  if (it->entry >= 0 && ::getpid() == owner_) writeEntry(table_->entries[it->entry], 0, 0, 0, -1);
+  if (it->entry >= 0 && !inForkedChild.load(std::memory_order_relaxed))
+    writeEntry(table_->entries[it->entry], 0, 0, 0, -1);
   ::munmap(it->base, it->length);
   ::close(it->fd);
   allocations_.erase(it);
@@ -140,7 +140,6 @@ Status MappableMemory::free(void* memory) {
 bool MappableMemory::listed(const void* memory, std::size_t bytes) {
   const auto* at = static_cast<const std::byte*>(memory);
   std::lock_guard<std::mutex> lock(mu_);
-  // A child's allocations stay out of the table.
   if (inForkedChild.load(std::memory_order_relaxed)) return false;
   return std::any_of(allocations_.begin(), allocations_.end(), [&](const Allocation& a) {
     const auto* base = static_cast<const std::byte*>(a.base);

@@ -79,9 +79,6 @@ class MappableMemory {
   int takeEntry();  // a free entry of the table, with mu_ held; -1 when full
 
   int tableFd_ = -1;
-  // The process that made the table: a child after fork() shares the table's pages with it and
-  // must not write into them (its allocations stay out of the table, its frees leave it alone).
-  pid_t owner_ = 0;
   RegionTable* table_ = nullptr;
   std::mutex mu_;
   std::vector<Allocation> allocations_;
