@@ -219,7 +219,21 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
       FTCOMM_RETURN_IF_ERROR(checkPosted(next_, slot));
     }
     if (!finished_) {
-      if (chunk_ == 0 && lendable_) whole_ = lendsWhole();
+      if (chunk_ == 0 && lendable_) {
+        whole_ = lendsWhole();
+        // Whole, this member marks every round to the last as read below, in both slots. Not
+        // before it has read the round before this one: the collective before may still be
+        // waiting for that round's posts (on the engine, while the calling thread runs this
+        // one), and would then mark that round over this mark, which the next collective waits
+        // for in vain; and a peer must not post over a post this member has yet to read.
+        const std::uint64_t before =
+            group_.areas[static_cast<std::size_t>(rank_)]->consumed[1 - slot_].load(
+                std::memory_order_acquire);
+        if (whole_ && before < index_ - 1) {
+          wakePeers();
+          return false;
+        }
+      }
       Status finished = plan_.direct || whole_ ? readPeers() : finish();
       wakePeers();
       FTCOMM_RETURN_IF_ERROR(finished);

@@ -142,6 +142,7 @@ class InlineCollective {
   // lenders' buffers at once, as the direct form does, and the other rounds are skipped (one
   // wait for the peers instead of one per chunk). A reader that lends must decide the same; one
   // that sees a member copy through its slot streams chunk by chunk, reading the lent parts.
+  // The skipped rounds are marked read only once the round before the first is (poll()).
   bool lendsWhole() const;
   // This member's input: its block, or one block per member (Posts::kBlocks).
   std::size_t inputBytes() const;

@@ -340,6 +340,28 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "shared memory: a collective lent whole right behind a streamed one, both posted without "
+    "waiting, never leaves the members waiting on the next") {
+  // The scenario posts 60 pairs. With allocMem buffers (3-4 ranks) the allgather streams and the
+  // all-to-all lends whole; mixed with FTCOMM_INLINE_LEND=1, the allgather and all-to-all stream
+  // and the broadcast lends whole. Before the fix, these runs hung on the next collective in
+  // about one run in five (3 ranks) until its 30-second deadline.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> settings = {
+      {"allocmem", {"FTCOMM_INLINE_MAX_KIB=16384"}},
+      {"mixed", {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND=1"}}};
+  for (const auto& [memory, env] : settings) {
+    for (int ranks : {3, 4}) {
+      for (int run = 0; run < 3; ++run) {
+        for (const auto& result : runWithMemory(memory, "pipelined", ranks, env)) {
+          INFO(memory << " memory, ranks=" << ranks << " " << env.back() << ", run " << run);
+          CHECK_THAT(result, Catch::StartsWith("OK"));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE(
     "shared memory: a rank killed while the others read its buffers fails them, never with a "
     "wrong block") {
   // The others may already have read the victim's block of the allgather it died in; they then
