@@ -62,7 +62,8 @@ struct Analysis {
 
 Analysis analyze(const DumpSet& dumps);
 
-// "all_reduce float32 x1024 sum", "broadcast float32 x8 root 0"
+// "all_reduce float32 x1024 sum", "broadcast float32 x8 root 0": what every member of the
+// collective must have called alike ("all_gather_v float32 x96 in all", "all_to_all_v int64").
 std::string signatureOf(const pb::Entry& entry);
 
 void printText(const Analysis& analysis, std::ostream& out);

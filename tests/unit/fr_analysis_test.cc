@@ -81,6 +81,39 @@ TEST_CASE("a different root or operation counts as a mismatch too") {
   CHECK_THAT(analysis.jobs[0].collectives[0].mismatched[0].text, Catch::Contains("root"));
 }
 
+TEST_CASE(
+    "counts that differ by rank by design (allgatherv, all-to-all-v, scatter) are no mismatch, "
+    "and the counts every member passes alike still are compared") {
+  // As the communicator records them (comm/core/communicator.cc): an allgatherv's input is each
+  // member's own block and its output the whole; an all-to-all-v's counts are each member's own
+  // both ways; a scatter's input is the root's alone. Rank r of 3 gives r + 1 elements.
+  auto record = [](int rank, fr::Dump& dump, std::uint64_t total) {
+    const auto own = static_cast<std::uint64_t>(rank + 1);
+    addCollective(dump, 1, fr::COMPLETED, fr::ALL_GATHER_V, own).set_count_out(total);
+    addCollective(dump, 2, fr::COMPLETED, fr::ALL_TO_ALL_V, own).set_count_out(own * 2);
+    fr::Entry& scatter = addCollective(dump, 3, fr::STARTED, fr::SCATTER, rank == 2 ? 12 : 0);
+    scatter.set_count_out(4);
+    scatter.set_root(2);
+  };
+  Analysis clean = analyze(job(3, 0, [&](int rank, fr::Dump& dump) { record(rank, dump, 6); }));
+  REQUIRE(clean.jobs[0].collectives.size() == 1);
+  const CollectiveFinding& stuck = clean.jobs[0].collectives[0];
+  CHECK(stuck.seq == 3);  // the scatter, stuck: the two before it completed without a finding
+  CHECK(stuck.mismatched.empty());
+  CHECK(stuck.signature == "scatter float32 x4 root 2");
+
+  // Rank 1 thinks the allgatherv's result holds 7 elements: that is a mismatch.
+  Analysis wrong =
+      analyze(job(3, 0, [&](int rank, fr::Dump& dump) { record(rank, dump, rank == 1 ? 7 : 6); }));
+  REQUIRE(wrong.jobs[0].collectives.size() == 1);
+  const CollectiveFinding& f = wrong.jobs[0].collectives[0];
+  CHECK(f.seq == 1);
+  REQUIRE(f.mismatched.size() == 1);
+  CHECK(f.mismatched[0].rank == 1);
+  CHECK(f.mismatched[0].text == "all_gather_v float32 x7 in all");
+  CHECK(f.signature == "all_gather_v float32 x6 in all");
+}
+
 TEST_CASE("a failed collective is reported with the error each rank saw") {
   Analysis analysis = analyze(job(2, 1, [](int rank, fr::Dump& dump) {
     if (rank == 0)
