@@ -7,6 +7,7 @@ void OpProgress::reset() {
   started_.store(0, std::memory_order_relaxed);
   ended_.store(0, std::memory_order_relaxed);
   error_.clear();
+  algorithm_.store(nullptr, std::memory_order_relaxed);
   state_.store(pb::SCHEDULED, std::memory_order_release);
 }
 
@@ -60,6 +61,9 @@ void OpProgress::copyTo(pb::Entry& entry, const TickConverter& clock) const {
   const int s = state_.load(std::memory_order_acquire);
   entry.set_scheduled_ns(clock.toNs(scheduled_));
   entry.set_started_ns(clock.toNs(started_.load(std::memory_order_acquire)));
+  if (const char* algorithm = algorithm_.load(std::memory_order_acquire)) {
+    entry.set_algorithm(algorithm);
+  }
   if (s == pb::COMPLETED || s == pb::FAILED) {
     entry.set_state(static_cast<pb::OpState>(s));
     entry.set_ended_ns(clock.toNs(ended_.load(std::memory_order_relaxed)));

@@ -35,9 +35,13 @@ class OpProgress {
   void markCompletedWithinCall();
   void markCompleted();
   void markFailed(std::string error);
+  // The algorithm as it runs, where the operation chose it after it was recorded (an inline
+  // collective that lends: core/inline_collective.h). A literal: it must have static storage.
+  void setAlgorithm(const char* name) { algorithm_.store(name, std::memory_order_release); }
 
   pb::OpState state() const;
-  // Fills the state, timestamps (converted by `clock`) and error of `entry`.
+  // Fills the state, timestamps (converted by `clock`) and error of `entry`, and its algorithm
+  // where setAlgorithm() changed it.
   void copyTo(pb::Entry& entry, const TickConverter& clock) const;
 
  private:
@@ -52,6 +56,7 @@ class OpProgress {
   std::atomic<std::int64_t> started_{0};
   std::atomic<std::int64_t> ended_{0};
   std::string error_;
+  std::atomic<const char*> algorithm_{nullptr};  // null: the descriptor's
 };
 
 }  // namespace ftcomm::recorder

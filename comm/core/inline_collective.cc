@@ -46,7 +46,8 @@ void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
 InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collective collective,
                                    const algorithms::CollectiveArgs& args,
                                    const InlineChunking& plan, std::uint64_t firstIndex,
-                                   std::uint64_t seq, const transport::OpSignature& signature)
+                                   std::uint64_t seq, const transport::OpSignature& signature,
+                                   recorder::OpProgress* progress)
     : group_(group),
       rank_(rank),
       n_(static_cast<int>(group.areas.size())),
@@ -54,6 +55,7 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
       args_(args),
       plan_(plan),
       seq_(seq),
+      progress_(progress),
       index_(firstIndex),
       slot_(static_cast<int>(firstIndex % 2)) {
   packSignature(signature, signature_);
@@ -62,6 +64,7 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   lendable_ = lendable();
   lends_ = lendable_ && mayLend();
   readsOwnInput_ = readsOwnInput();
+  if (lends_ && progress_ != nullptr) progress_->setAlgorithm("inline (lent)");
 }
 
 bool InlineCollective::readsOwnInput() const {
@@ -233,6 +236,7 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
           wakePeers();
           return false;
         }
+        if (whole_ && progress_ != nullptr) progress_->setAlgorithm("inline (lent whole)");
       }
       Status finished = plan_.direct || whole_ ? readPeers() : finish();
       wakePeers();

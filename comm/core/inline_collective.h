@@ -31,6 +31,7 @@
 #include "algorithms/collective_task.h"
 #include "algorithms/direct/staging.h"
 #include "algorithms/registry.h"
+#include "recorder/op_progress.h"
 #include "transport/op_signature.h"
 #include "transport/shm/shm_domain.h"
 
@@ -79,11 +80,14 @@ void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
 class InlineCollective {
  public:
   // Its chunks are the communicator's inline rounds firstIndex, firstIndex + 1, ... (from 1);
-  // `seq`: its sequence number.
+  // `seq`: its sequence number. `progress`: its flight-recorder entry (null when recording is
+  // off), which outlives it (held by the caller, then by the engine's operation): where this
+  // member lends, the entry's algorithm says so, `inline (lent)`, or `inline (lent whole)`
+  // where every member does (decided after the entry was made).
   InlineCollective(const InlineGroup& group, int rank, algorithms::Collective collective,
                    const algorithms::CollectiveArgs& args, const InlineChunking& plan,
                    std::uint64_t firstIndex, std::uint64_t seq,
-                   const transport::OpSignature& signature);
+                   const transport::OpSignature& signature, recorder::OpProgress* progress);
 
   // Posts each chunk once allowed, then looks at the peers' slots, for at most `chunks` chunks.
   // Ok(true): done, the result is written.
@@ -159,6 +163,7 @@ class InlineCollective {
   const algorithms::CollectiveArgs args_;
   const InlineChunking plan_;
   const std::uint64_t seq_;
+  recorder::OpProgress* const progress_;
   std::uint64_t signature_[3];
   std::uint64_t chunk_ = 0;
   std::uint64_t index_;  // the current chunk's round

@@ -83,7 +83,7 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
                std::shared_ptr<recorder::OpProgress> progress,
                const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock) {
   InlineCollective run(*comm->inlineGroup, comm->rank, call.collective, call.args, chunking,
-                       comm->inlineCount + 1, seq, signature);
+                       comm->inlineCount + 1, seq, signature, progress.get());
   comm->inlineCount += chunking.chunks;
   // Past kCallerStreamBytes the collective streams from the engine and the call returns at
   // once. Up to it, it runs here. The first chunk is posted under the mutex (posts go out in

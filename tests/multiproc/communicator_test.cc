@@ -341,11 +341,12 @@ TEST_CASE(
 
 TEST_CASE(
     "shared memory: a collective lent whole right behind a streamed one, both posted without "
-    "waiting, never leaves the members waiting on the next") {
+    "waiting, never leaves the members waiting on the next, and the recorder says which lent") {
   // The scenario posts 60 pairs. With allocMem buffers (3-4 ranks) the allgather streams and the
   // all-to-all lends whole; mixed with FTCOMM_INLINE_LEND=1, the allgather and all-to-all stream
   // and the broadcast lends whole. Before the fix, these runs hung on the next collective in
-  // about one run in five (3 ranks) until its 30-second deadline.
+  // about one run in five (3 ranks) until its 30-second deadline. Each member's flight recorder
+  // must then name the collectives it lent, and those lent whole.
   const std::vector<std::pair<std::string, std::vector<std::string>>> settings = {
       {"allocmem", {"FTCOMM_INLINE_MAX_KIB=16384"}},
       {"mixed", {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND=1"}}};
