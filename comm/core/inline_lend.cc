@@ -68,7 +68,8 @@ bool InlineCollective::mayLend() const {
   //   - 4 ranks, 256 KiB-64 MiB, 3 alternating runs: unchanged, allgather 1.75-2.46x against
   //     2.11-3.54x, all-to-all 0.91-1.42x against 1.90-2.45x; fresh, all-to-all 4-64 MiB
   //     1.06-1.41x against 1.48-1.85x, but allgather 1-64 MiB 1.79-2.23x against 1.54-1.92x,
-  //     so beyond 2 ranks an allgather copies.
+  //     and in 8 more alternating runs the same within the noise (1.35-2.12x against
+  //     1.38-1.94x), so beyond 2 ranks an allgather copies.
   // Lending the reductions lost or drew (2 ranks, fresh: allreduce 1-16 MiB 1.59-1.78x against
   // 1.64-2.08x copied, reduce 1-64 MiB 1.33-2.43x against 1.75-2.44x), and broadcast was mixed
   // (1.38-2.44x against 1.67-2.27x), so they copy through the slots.
