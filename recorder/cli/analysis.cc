@@ -153,21 +153,12 @@ std::string signatureOf(const pb::Entry& entry) {
   // The count every member passes alike: a scatter's input is the root's alone and an
   // allgatherv's each member's own, so their output counts (the block, the total) are compared
   // instead; an all-to-all-v's counts are each member's own both ways, and only its type is.
-  switch (entry.op()) {
-    case pb::BARRIER:
-      break;
-    case pb::ALL_TO_ALL_V:
-      text += " " + dtypeName(entry.dtype());
-      break;
-    case pb::ALL_GATHER_V:
-      text += " " + dtypeName(entry.dtype()) + " x" + std::to_string(entry.count_out()) + " in all";
-      break;
-    case pb::SCATTER:
-      text += " " + dtypeName(entry.dtype()) + " x" + std::to_string(entry.count_out());
-      break;
-    default:
-      text += " " + dtypeName(entry.dtype()) + " x" + std::to_string(entry.count_in());
-      break;
+  const pb::OpType op = entry.op();
+  if (op != pb::BARRIER) text += " " + dtypeName(entry.dtype());
+  if (op != pb::BARRIER && op != pb::ALL_TO_ALL_V) {
+    const bool byOutput = op == pb::SCATTER || op == pb::ALL_GATHER_V;
+    text += " x" + std::to_string(byOutput ? entry.count_out() : entry.count_in());
+    if (op == pb::ALL_GATHER_V) text += " in all";
   }
   if (entry.reduce_op() != pb::REDUCE_OP_UNSPECIFIED) text += " " + reduceOpName(entry.reduce_op());
   if (entry.root() >= 0) text += " root " + std::to_string(entry.root());
