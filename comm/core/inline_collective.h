@@ -63,11 +63,16 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
 // peers' buffers (cross-memory attach), publishes that it is done (`consumed`), and returns
 // once every member that reads its buffers has done so. One chunk; cheaper by the two message
 // rounds (about 3 us here), which mattered from 32 KiB to 1 MiB.
+//
+// `lends`: streamed where the direct form would run otherwise (a broadcast on Zen 2 and Intel:
+// inline_plan.cc), so a member whose input the peers map lends it (mayLend), and where all that
+// post data do, they read it whole, as the direct form would.
 struct InlineChunking {
   std::uint64_t chunks = 0;
   std::size_t block = 0;  // bytes of the input, or of one block
   std::size_t step = 0;   // bytes of a block per chunk
   bool direct = false;
+  bool lends = false;
 };
 // `peersReadable`: this process may read the peers' memory (the direct form needs it).
 InlineChunking inlineChunking(algorithms::Collective collective, std::size_t count, DataType dtype,

@@ -4,9 +4,10 @@
 // Without it, a streamed collective copies every chunk into its slot and out again even where
 // the direct algorithms read allocMem buffers with a single copy; on AMD Zen 5, where streaming
 // replaced them (to 16 MiB then, 64 MiB now: inline_plan.cc), that halved what allocMem buffers
-// gained. An all-to-all (and at 2 ranks an allgather) lends by default, and where every member
-// lends, the whole collective runs in its first round (InlineCollective::lendsWhole); the others
-// lend only with FTCOMM_INLINE_LEND=1 (mayLend says why).
+// gained. An all-to-all (and at 2 ranks an allgather) lends by default, and so does a broadcast
+// streamed in place of the direct form (InlineChunking::lends); where every member lends, the
+// whole collective runs in its first round (InlineCollective::lendsWhole); the others lend only
+// with FTCOMM_INLINE_LEND=1 (mayLend says why).
 #include <algorithm>
 #include <iostream>
 
@@ -39,17 +40,20 @@ bool InlineCollective::lendable() const {
   // All-to-all alike. At 4 ranks, on 2 cores, a post of one chunk lent lost (fresh all-to-all,
   // 256 KiB-2 MiB: 1.29-1.66x OpenMPI against 1.41-2.08x copied; unchanged 8-64 KiB: 12-22 us
   // against 12-16), since a lender waits for its last reader, who may be off the core.
+  // A broadcast streamed in place of the direct form lends from one chunk, as the direct form
+  // read the root's buffer (InlineChunking::lends).
   // FTCOMM_INLINE_LEND_FROM_KIB: lend one chunk from this many KiB, at any size (for measuring).
   static const int fromKib = envInt("FTCOMM_INLINE_LEND_FROM_KIB", -1);
   if (plan_.direct || plan_.chunks == 0) return false;
-  if (plan_.chunks > 1) return true;
+  if (plan_.chunks > 1 || plan_.lends) return true;
   if (fromKib >= 0) return inputBytes() >= static_cast<std::size_t>(fromKib) << 10;
   return n_ <= 2 && inputBytes() >= (std::size_t{16} << 10);
 }
 
 bool InlineCollective::mayLend() const {
-  // FTCOMM_INLINE_LEND: 1 lends every collective's input, 0 none; unset, an all-to-all's, and
-  // an allgather's at 2 ranks.
+  // FTCOMM_INLINE_LEND: 1 lends every collective's input, 0 none; unset, an all-to-all's, an
+  // allgather's at 2 ranks, and a broadcast's where it streams in place of the direct form
+  // (InlineChunking::lends: lent whole, it reads the root's buffer as the direct form did).
   //
   // Lending off for all (2026-12-03 to 2026-12-04) came from inputs rewritten in the timed part
   // (ftcomm-bench --rewrite-inputs): 2 ranks, allocMem buffers, 2-8 MiB, 2 alternating runs
@@ -79,8 +83,8 @@ bool InlineCollective::mayLend() const {
       std::cerr << "ftcomm: FTCOMM_INLINE_LEND is not 0 or 1; all-to-alls lend\n";
     return setting;
   }();
-  const bool byDefault =
-      collective_ == Collective::kAllToAll || (collective_ == Collective::kAllGather && n_ <= 2);
+  const bool byDefault = plan_.lends || collective_ == Collective::kAllToAll ||
+                         (collective_ == Collective::kAllGather && n_ <= 2);
   if (lendSetting == 0 || (lendSetting != 1 && !byDefault)) return false;
   if (plan_.block == 0 || keepsInput()) return false;
   const Posts posts = *postsOf(collective_);

@@ -61,13 +61,19 @@ constexpr std::size_t kZen5Chunk = std::size_t{512} << 10;
 // -> 1.05-1.09x at 16-64 MiB; the collectives of one block did not change (BENCHMARKS.md,
 // "Larger chunks of every block").
 // FTCOMM_INLINE_CHUNK_KIB sets the chunk (for measuring).
-SlotUse slotUse(int ranks) {
+// On Zen 2, a broadcast at 3-4 ranks streams where the others go direct (streamsBroadcast), in
+// chunks of a whole slot: 256 KiB chunks against 64 KiB ones, 2 alternating runs, 4 ranks, heap
+// buffers, 512 KiB-64 MiB, 10-22% less time at each size (2 MiB 490 against 608 us, 16 MiB 5.5
+// against 6.0 ms; BENCHMARKS.md, "Zen 2").
+SlotUse slotUse(Collective collective, int ranks) {
   static const int chunkKib = envInt("FTCOMM_INLINE_CHUNK_KIB", 0);
   static const bool zen5 = transport::amdZen5OrLater();
   SlotUse use;
   if (zen5 && ranks <= 4) {
     use.whole = use.chunk = kZen5Chunk;
     use.room = std::min(kZen5Chunk * static_cast<std::size_t>(ranks), shm::kInlineBytes);
+  } else if (collective == Collective::kBroadcast && ranks > 2 && transport::amdZen2()) {
+    use.chunk = use.whole;
   }
   if (chunkKib > 0)
     use.chunk = std::min(static_cast<std::size_t>(chunkKib) << 10, shm::kInlineBytes);
@@ -166,11 +172,24 @@ SlotUse slotUse(int ranks) {
 // 5.27 ms). Allgather and all-to-all streamed lost at every size from 1 to 64 MiB at 2 ranks
 // (0.46-0.95x against 0.94-1.04x), and so did allreduce (16 MiB 1.21x against 1.50x).
 
-// The one band past inlineLimit that still runs inline: an Intel broadcast (the comment above).
-bool intelStreamsBroadcast(Collective collective, int ranks, std::size_t total) {
+// The bands past inlineLimit that still run inline, streamed in place of the direct form: a
+// broadcast on Intel (the comment above) and on Zen 2 at 3-4 ranks, to 64 MiB. There a root
+// whose buffer the peers map lends it whole (InlineChunking::lends), as the direct form reads it.
+//
+// On Zen 2 (AMD family 0x17: the EPYC of 2026-12-04, 16 MiB L3), at 4 ranks with heap buffers,
+// 2 alternating runs at both hand-over speeds, medians of ftcomm / OpenMPI busbw: streamed in
+// 256 KiB chunks 1.51-1.96x from 512 KiB to 64 MiB, against 0.81-1.34x direct (2 MiB 490
+// against 963 us, 16 MiB 5.5 against 7.9 ms); the day before, 4 runs at the slow hand-over,
+// 1.25-2.21x against 0.78-1.20x. With allocMem buffers, direct read the root's mapping at
+// 1.42-3.87x, streamed through the slots only at 1.48-2.48x (1 MiB 161 against 78 us), lent
+// whole at 1.36-3.96x, the same times as direct within the noise (1 MiB 94 against 78 us, 4 MiB
+// 644 against 659). BENCHMARKS.md, "Zen 2". Zen and Zen+ (also family 0x17) were not measured,
+// nor lending on Intel, where it does what the direct form does too.
+bool streamsBroadcast(Collective collective, int ranks, std::size_t total) {
   constexpr std::size_t kFrom = std::size_t{8} << 20, kTo = std::size_t{64} << 20;
-  return collective == Collective::kBroadcast && !transport::amdProcessor() && ranks <= 4 &&
-         total <= kTo && (ranks > 2 || total >= kFrom);
+  if (collective != Collective::kBroadcast || ranks > 4 || total > kTo) return false;
+  if (transport::amdProcessor()) return ranks > 2 && transport::amdZen2();
+  return ranks > 2 || total >= kFrom;
 }
 
 std::size_t inlineLimit(Collective collective, int ranks) {
@@ -247,9 +266,10 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   const std::size_t bytes = postBytes(*posts, count, es, ranks);
   const std::size_t total = collective == Collective::kAllGather ? bytes * ranks : bytes;
   static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
+  const bool pastLimit = total > inlineLimit(collective, ranks);
+  const bool inPlaceOfDirect = pastLimit && streamsBroadcast(collective, ranks, total);
   if (overridden > 0 ? bytes > static_cast<std::size_t>(overridden) * 1024
-                     : total > inlineLimit(collective, ranks) &&
-                           !intelStreamsBroadcast(collective, ranks, total)) {
+                     : pastLimit && !inPlaceOfDirect) {
     // Where the registry would pick the direct algorithm: its inline form.
     static const bool directForm = envSwitch("FTCOMM_INLINE_DIRECT", true);
     const bool movesOnly = collective == Collective::kBroadcast ||
@@ -265,7 +285,8 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   }
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
   const bool blocks = *posts == Posts::kBlocks;
-  const SlotUse use = slotUse(ranks);
+  plan.lends = inPlaceOfDirect && overridden <= 0;
+  const SlotUse use = slotUse(collective, ranks);
   if (bytes <= use.whole) {  // one chunk (and no divisions: this runs on every call)
     plan.step = std::max(plan.block, es);
     plan.chunks = 1;

@@ -42,4 +42,10 @@ inline bool amdZen5OrLater() {
   return amdProcessor() && processorFamily() >= 0x1a;
 }
 
+// AMD family 0x17 (Zen 2, and Zen and Zen+, which were not measured): where a broadcast at 3-4
+// ranks streams in place of the direct form (core/inline_plan.cc).
+inline bool amdZen2() {
+  return amdProcessor() && processorFamily() == 0x17;
+}
+
 }  // namespace ftcomm::transport
