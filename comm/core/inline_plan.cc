@@ -63,8 +63,8 @@ constexpr std::size_t kZen5Chunk = std::size_t{512} << 10;
 // FTCOMM_INLINE_CHUNK_KIB sets the chunk (for measuring).
 // On Zen 2, a broadcast at 3-4 ranks streams where the others go direct (streamsBroadcast), in
 // chunks of a whole slot: 256 KiB chunks against 64 KiB ones, 2 alternating runs, 4 ranks, heap
-// buffers, 512 KiB-64 MiB, 10-22% less time at each size (2 MiB 490 against 608 us, 16 MiB 5.5
-// against 6.0 ms; BENCHMARKS.md, "Zen 2").
+// buffers, 512 KiB-64 MiB, 9-21% less time at each size (2 MiB 490 against 608 us, 16 MiB 5.5
+// against 6.0 ms; BENCHMARKS.md, "Zen 2: the 4-rank broadcast streams").
 SlotUse slotUse(Collective collective, int ranks) {
   static const int chunkKib = envInt("FTCOMM_INLINE_CHUNK_KIB", 0);
   static const bool zen5 = transport::amdZen5OrLater();
@@ -97,7 +97,7 @@ SlotUse slotUse(Collective collective, int ranks) {
 //     alternating runs: 1 MiB 250 against 266 us, 2 MiB 454 against 519, 512 KiB 122 against
 //     133), and with buffers from allocMem, which the readers map, direct was 3.5-4.5x faster
 //     (1 MiB 58-73 against 216-247 us); at 256 KiB heap buffers still streamed faster (50
-//     against 69 us);
+//     against 69 us); on Zen 2 it streams again, in larger chunks (streamsBroadcast);
 //   - a 2-rank broadcast goes direct (the inline form) as soon as the registry allows it, as on
 //     Intel: streamed, it read 0.55-0.68x OpenMPI from 128 KiB to 2 MiB (and 0.1-0.2x in a
 //     run in streaming's slow mode), direct 0.86-1.19x (1 MiB: 88-104 against 138-190 us;
@@ -176,15 +176,18 @@ SlotUse slotUse(Collective collective, int ranks) {
 // broadcast on Intel (the comment above) and on Zen 2 at 3-4 ranks, to 64 MiB. There a root
 // whose buffer the peers map lends it whole (InlineChunking::lends), as the direct form reads it.
 //
-// On Zen 2 (AMD family 0x17: the EPYC of 2026-12-04, 16 MiB L3), at 4 ranks with heap buffers,
-// 2 alternating runs at both hand-over speeds, medians of ftcomm / OpenMPI busbw: streamed in
-// 256 KiB chunks 1.51-1.96x from 512 KiB to 64 MiB, against 0.81-1.34x direct (2 MiB 490
-// against 963 us, 16 MiB 5.5 against 7.9 ms); the day before, 4 runs at the slow hand-over,
-// 1.25-2.21x against 0.78-1.20x. With allocMem buffers, direct read the root's mapping at
-// 1.42-3.87x, streamed through the slots only at 1.48-2.48x (1 MiB 161 against 78 us), lent
-// whole at 1.36-3.96x, the same times as direct within the noise (1 MiB 94 against 78 us, 4 MiB
-// 644 against 659). BENCHMARKS.md, "Zen 2". Zen and Zen+ (also family 0x17) were not measured,
-// nor lending on Intel, where it does what the direct form does too.
+// On Zen 2 (AMD family 0x17: the EPYC of 2026-12-04, 16 MiB L3), at 4 ranks, 512 KiB to
+// 64 MiB, medians of ftcomm / OpenMPI busbw (BENCHMARKS.md, "Zen 2: the 4-rank broadcast
+// streams"):
+//   - heap buffers, 3 alternating runs, all at the slow hand-over: streamed 1.26-2.35x against
+//     0.74-1.51x direct (2 MiB 490 against 896 us, 16 MiB 5.3 against 7.0 ms, 64 MiB 21.5
+//     against 23.5 ms); before, 2 runs at both speeds, 1.51-1.96x against 0.81-1.34x, and 4 at
+//     the slow one, 1.25-2.21x against 0.78-1.20x;
+//   - allocMem buffers, 3 alternating runs: lent whole 1.54-4.10x against 1.43-3.49x direct (1
+//     MiB 92 against 78 us, 4 MiB 564 against 659); streamed through the slots without lending
+//     it had read 1.48-2.48x (1 MiB 161 us).
+// Zen and Zen+ (also family 0x17) were not measured, nor lending on Intel, where it reads what
+// the direct form reads.
 bool streamsBroadcast(Collective collective, int ranks, std::size_t total) {
   constexpr std::size_t kFrom = std::size_t{8} << 20, kTo = std::size_t{64} << 20;
   if (collective != Collective::kBroadcast || ranks > 4 || total > kTo) return false;
