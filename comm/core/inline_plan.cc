@@ -60,7 +60,9 @@ constexpr std::size_t kZen5Chunk = std::size_t{512} << 10;
 // even (40-85x -> 43-82x); 2-rank all-to-all 0.92-0.96x -> 0.97-1.04x at 1-8 MiB and 1.08-1.23x
 // -> 1.05-1.09x at 16-64 MiB; the collectives of one block did not change (BENCHMARKS.md,
 // "Larger chunks of every block").
-// FTCOMM_INLINE_CHUNK_KIB sets the chunk (for measuring).
+// FTCOMM_INLINE_CHUNK_KIB sets the chunk (for measuring), and with it the most a post may put in
+// one chunk and what a chunk of every block may fill, as on Zen 5. Until 2026-12-04 it set the
+// chunk alone, which then took at most 256 KiB of one block (`whole`) beyond Zen 5.
 // On Zen 2, a broadcast at 3-4 ranks streams where the others go direct (streamsBroadcast), in
 // chunks of a whole slot: 256 KiB chunks against 64 KiB ones, 2 alternating runs, 4 ranks, heap
 // buffers, 512 KiB-64 MiB, 9-21% less time at each size (2 MiB 490 against 608 us, 16 MiB 5.5
@@ -75,8 +77,10 @@ SlotUse slotUse(Collective collective, int ranks) {
   } else if (collective == Collective::kBroadcast && ranks > 2 && transport::amdZen2()) {
     use.chunk = use.whole;
   }
-  if (chunkKib > 0)
-    use.chunk = std::min(static_cast<std::size_t>(chunkKib) << 10, shm::kInlineBytes);
+  if (chunkKib > 0) {  // as on Zen 5: a post of up to one chunk in one, a chunk of every block
+    use.whole = use.chunk = std::min(static_cast<std::size_t>(chunkKib) << 10, shm::kInlineBytes);
+    use.room = std::min(use.chunk * static_cast<std::size_t>(ranks), shm::kInlineBytes);
+  }
   return use;
 }
 
