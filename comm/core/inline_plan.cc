@@ -123,7 +123,16 @@ SlotUse slotUse(Collective collective, int ranks) {
 //     posts as notices, below) beats a single slot from 128 KiB of all-to-all (11.2 against
 //     12.0 us; 256 KiB even; 8 alternating runs, 2026-12-01 10:57 UTC) and from 64 KiB of
 //     allgather (128 KiB: 9.6-12.1 against 16.5-18.7 us; 64 KiB even to 1.3x faster; at 32 KiB
-//     the slot still wins, 4.0 against 4.5-5.0; 5 alternating runs, 20:00-20:15 UTC).
+//     the slot still wins, 4.0 against 4.5-5.0; 5 alternating runs, 20:00-20:15 UTC). On Zen 2
+//     (family 0x17) at 2 ranks they go direct as soon as the registry allows it (32 KiB), as
+//     broadcast does: a slot's 32-64 KiB, read while still in the writer's cache, depend there
+//     on the hand-over's mode, and the direct form does not. 2026-12-04 16:00-16:27 UTC,
+//     alternating runs, nearly all at the slow hand-over, each run's ftcomm / OpenMPI busbw:
+//     all-to-all 32 KiB 1.08-1.35x direct (2.4-4.4 us, 14 runs) against 0.64-1.58x through the
+//     slot (2.0-7.6 us, 17 runs), 64 KiB 1.09-1.24x (3.5-5.4 us) against 0.51-1.09x (3.6-11.4
+//     us); allgather 32 KiB 1.21-1.41x (3.4-3.6 us) against 0.70-0.82x (5.6-6.6 us), 9 runs
+//     each (64 KiB was direct already). BENCHMARKS.md, "Zen 2: 2-rank allgather and all-to-all
+//     direct from 32 KiB".
 // On AMD EPYC Zen 5 (family 0x1a), where copyBytes is memcpy (transport/copy_bytes.h), every
 // collective streams to 64 MiB at 2-4 ranks. Streamed against the limits below (measured on
 // Zen 3), 2026-12-02 14:00-14:20 UTC, 3-8 alternating runs each (BENCHMARKS.md, "Zen 5"):
@@ -217,8 +226,10 @@ std::size_t inlineLimit(Collective collective, int ranks) {
       case Collective::kAllReduce:
         return two ? kSlot : kStreamBytes / 4;
       case Collective::kAllGather:
+        if (two && transport::amdZen2()) return direct;
         return two ? kSlot / 8 : kSlot * static_cast<std::size_t>(ranks);
       case Collective::kAllToAll:
+        if (two && transport::amdZen2()) return direct;
         return two ? kSlot / 4 : kSlot;
       default:
         return kSlot;
