@@ -186,8 +186,9 @@ SlotUse slotUse(Collective collective, int ranks) {
 // (0.46-0.95x against 0.94-1.04x), and so did allreduce (16 MiB 1.21x against 1.50x).
 
 // The bands past inlineLimit that still run inline, streamed in place of the direct form: a
-// broadcast on Intel (the comment above) and on Zen 2 at 3-4 ranks, to 64 MiB. There a root
-// whose buffer the peers map lends it whole (InlineChunking::lends), as the direct form reads it.
+// broadcast on Intel (the comment above) and on Zen 2 at 4 ranks to 64 MiB, at 3 ranks to 4 MiB.
+// There a root whose buffer the peers map lends it whole (InlineChunking::lends), as the direct
+// form reads it.
 //
 // On Zen 2 (AMD family 0x17: the EPYC of 2026-12-04, 16 MiB L3), at 4 ranks, 512 KiB to
 // 64 MiB, medians of ftcomm / OpenMPI busbw (BENCHMARKS.md, "Zen 2: the 4-rank broadcast
@@ -199,12 +200,18 @@ SlotUse slotUse(Collective collective, int ranks) {
 //   - allocMem buffers, 3 alternating runs: lent whole 1.54-4.10x against 1.43-3.49x direct (1
 //     MiB 92 against 78 us, 4 MiB 564 against 659); streamed through the slots without lending
 //     it had read 1.48-2.48x (1 MiB 161 us).
+// At 3 ranks (2 readers on the 2 cores, where 4 ranks have 3), heap buffers, 4 alternating runs,
+// nearly all at the slow hand-over: streamed 1.07-1.28x from 1 to 4 MiB against 0.99-1.02x
+// direct (2 MiB 443 against 577 us), but 0.75-1.09x from 8 to 64 MiB against 0.95-1.09x (16 MiB
+// 5.2 against 4.0 ms, 64 MiB 19.8 against 15.1 ms).
 // Zen and Zen+ (also family 0x17) were not measured, nor lending on Intel, where it reads what
 // the direct form reads.
 bool streamsBroadcast(Collective collective, int ranks, std::size_t total) {
   constexpr std::size_t kFrom = std::size_t{8} << 20, kTo = std::size_t{64} << 20;
   if (collective != Collective::kBroadcast || ranks > 4 || total > kTo) return false;
-  if (transport::amdProcessor()) return ranks > 2 && transport::amdZen2();
+  constexpr std::size_t kZen2ThreeRanksTo = std::size_t{4} << 20;
+  if (transport::amdProcessor())
+    return transport::amdZen2() && (ranks == 4 || (ranks == 3 && total <= kZen2ThreeRanksTo));
   return ranks > 2 || total >= kFrom;
 }
 

@@ -43,8 +43,8 @@ inline bool amdZen5OrLater() {
 }
 
 // AMD family 0x17 (Zen 2, and Zen and Zen+, which were not measured): where a broadcast at 3-4
-// ranks streams in place of the direct form, and a 2-rank allgather or all-to-all goes direct
-// from 32 KiB (core/inline_plan.cc).
+// ranks streams in place of the direct form (to 4 MiB at 3), and a 2-rank allgather or all-to-all
+// goes direct from 32 KiB (core/inline_plan.cc).
 inline bool amdZen2() {
   return amdProcessor() && processorFamily() == 0x17;
 }

@@ -366,7 +366,8 @@ TEST_CASE(
 TEST_CASE(
     "shared memory: broadcasts streamed in place of the direct form give every member the root's "
     "data, read whole from an allocMem root and copied from a heap one") {
-  // On AMD Zen 2 at 3-4 ranks (and on Intel from 8 MiB) a broadcast past one slot streams where
+  // On AMD Zen 2 at 4 ranks, and at 3 to 4 MiB (on Intel at 3-4 ranks), a broadcast past one
+  // slot streams where
   // the others go direct, and an allocMem root lends its buffer (InlineChunking::lends). Mixed:
   // the odd ranks' buffers are allocMem, the even ones' heap, so lent and copied broadcasts
   // alternate. On other processors these sizes go direct, or stream without lending; the results
