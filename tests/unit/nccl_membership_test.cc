@@ -63,6 +63,35 @@ TEST_CASE("NCCL reconfigure starts a fresh communicator everywhere when one shri
   CHECK(members[1].comm->size() == 2);
 }
 
+TEST_CASE("NCCL reconfigure that keeps every member starts afresh without trying to shrink",
+          "[nccl]") {
+  // A revoke without a failure: NCCL refuses a shrink that excludes nobody.
+  const bool revokeMissing = GENERATE(false, true);
+  auto group = std::make_shared<LocalGroup>();
+  auto members = createGroup(2, group);
+  for (auto& m : members) m.api->revokeMissing = revokeMissing;
+  REQUIRE(group->revoke("revoked, nobody died").ok());
+  group->advance();
+  Reconfiguration agreed;
+  agreed.epoch = group->epoch();
+  agreed.size = 2;
+  agreed.oldToNew = {0, 1};
+  for (const Status& s : reconfigureAll(members, agreed, {0, 1})) REQUIRE(s.toString() == "OK");
+  const auto isInit = [](const std::string& c) { return c.rfind("commInitRank", 0) == 0; };
+  for (auto& m : members) {
+    CHECK_FALSE(m.api->called("commShrink"));
+    const auto calls = m.api->calls();
+    REQUIRE(std::count_if(calls.begin(), calls.end(), isInit) == 2);
+    // The old communicator, revoked or not, is aborted before the fresh one is made.
+    const auto fresh =
+        std::find_if(std::find_if(calls.begin(), calls.end(), isInit) + 1, calls.end(), isInit);
+    const auto abort = std::find(calls.begin(), calls.end(), "commAbort");
+    REQUIRE(abort != calls.end());
+    CHECK(abort < fresh);
+    CHECK(m.comm->epoch() == agreed.epoch);
+  }
+}
+
 TEST_CASE("NCCL reconfigure that admits a replacement starts a fresh communicator it joins",
           "[nccl]") {
   auto group = std::make_shared<LocalGroup>();

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 #include <sstream>
+#include <utility>
 
 #include "backends/nccl/nccl_backend.h"
 #include "backends/nccl/nccl_status.h"
@@ -56,7 +57,9 @@ Result<Reconfiguration> NcclBackend::reconfigure(const Reconfiguration& agreed,
   }
   CommRef next = nullptr;
   const std::string epochKey = setup_.keyPrefix + "/" + std::to_string(agreed.epoch);
-  if (agreed.admitted.empty()) {
+  // NCCL shrinks only when it leaves someone out (ncclCommShrink refuses an empty exclude list
+  // with ncclInvalidArgument): a reconfigure that keeps every member starts afresh everywhere.
+  if (agreed.admitted.empty() && !exclude.empty()) {
     // Survivors only: shrink, then agree that every member's shrink worked; if one did not, all
     // start a fresh communicator (a communicator half shrunk would hang).
     bool shrunk = false;
@@ -96,6 +99,10 @@ Result<Reconfiguration> NcclBackend::reconfigure(const Reconfiguration& agreed,
     }
   }
   if (next == nullptr) {
+    // The old communicator goes first: an unrevoked one's kernels may still be waiting for
+    // their peers, and the new one's setup could wait on them (cudaFree synchronizes the
+    // device); its memory is also free before the new one takes its own.
+    if (comm_ != nullptr) (void)api().commAbort(std::exchange(comm_, nullptr));
     Result<CommRef> fresh = initFresh(epochKey + "/uid", agreed.rank, agreed.size, deadline);
     if (!fresh.ok()) return fresh.status();
     next = *fresh;
