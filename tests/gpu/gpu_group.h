@@ -1,12 +1,14 @@
 // Helpers of the GPU tests: NCCL communicators whose ranks are threads of this process, one
-// device each (NCCL refuses two ranks on one GPU), and device buffers filled from and read back
-// to host vectors.
+// device each (NCCL refuses two ranks on one GPU unless NCCL_MULTI_RANK_GPU_ENABLE=1 where that
+// NCCL has it), and device buffers filled from and read back to host vectors.
 //
 // Thread-safety: DeviceBuffer is used by one thread at a time.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -21,6 +23,18 @@ namespace ftcomm::gpu_test {
 inline int deviceCount() {
   int devices = 0;
   return cudaGetDeviceCount(&devices) == cudaSuccess ? devices : 0;
+}
+
+// Rank r's device: one per rank, round-robin when there are more ranks than devices.
+inline int deviceOf(int rank) {
+  return rank % std::max(1, deviceCount());
+}
+
+// The multi-rank test's ranks: one per device, or FTCOMM_GPU_TEST_RANKS of them sharing the
+// devices (for an NCCL run with NCCL_MULTI_RANK_GPU_ENABLE=1).
+inline int multiRankSize() {
+  const char* ranks = std::getenv("FTCOMM_GPU_TEST_RANKS");
+  return ranks != nullptr ? std::atoi(ranks) : deviceCount();
 }
 
 template <typename T>
@@ -56,7 +70,7 @@ struct GpuGroup {
   std::vector<std::unique_ptr<NcclCommunicator>> comms;
 };
 
-// `size` ranks on devices 0..size-1, created concurrently as NCCL requires.
+// `size` ranks on deviceOf(0..size-1), created concurrently as NCCL requires.
 inline GpuGroup makeGroup(int size) {
   GpuGroup g;
   g.comms.resize(static_cast<std::size_t>(size));
@@ -68,7 +82,7 @@ inline GpuGroup makeGroup(int size) {
       setup.api = nccl::makeVendorApi(&why);
       if (setup.api == nullptr) return failedPrecondition(why);
       setup.bootstrap = std::make_shared<nccl::LocalBootstrap>(g.group);
-      setup.device = r;
+      setup.device = deviceOf(r);
       setup.rank = r;
       setup.size = size;
       setup.name = "gpu-test";
