@@ -6,6 +6,7 @@
 
 #include "algorithms/reduction.h"
 #include "core/inline_posts.h"
+#include "core/lend_choice.h"
 #include "transport/copy_bytes.h"
 
 namespace ftcomm::detail {
@@ -62,7 +63,14 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   piecesOfBlocks_ = *postsOf(collective) == Posts::kBlocks;
   inHead_ = !plan.direct && plan.chunks == 1 && inputBytes() <= shm::kHeadBytes;
   lendable_ = lendable();
-  lends_ = lendable_ && mayLend();
+  const Lending lending = lendable_ ? mayLend() : Lending::kNo;
+  lends_ = lending == Lending::kYes;
+  if (lending == Lending::kChoose) {
+    const LendChoice::Choice choice = LendChoice::broadcastRoots().choose(inputBytes());
+    lends_ = choice.lend;
+    measured_ = choice.measure;
+    if (measured_) began_ = std::chrono::steady_clock::now();
+  }
   readsOwnInput_ = readsOwnInput();
   if (lends_ && progress_ != nullptr) progress_->setAlgorithm("inline (lent)");
 }
@@ -283,7 +291,13 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
   }
   // A lender's buffers are the caller's again once every peer read its last chunk (and so the
   // ones before: each reads them in order).
-  return !lends_ || consumedByPeers(index_ - 1);
+  const bool done = !lends_ || consumedByPeers(index_ - 1);
+  if (done && measured_) {
+    measured_ = false;
+    LendChoice::broadcastRoots().record(inputBytes(), lends_,
+                                        std::chrono::steady_clock::now() - began_);
+  }
+  return done;
 }
 
 Status InlineCollective::finish() {

@@ -24,6 +24,7 @@
 // Thread-safety: one thread at a time (the caller, then the engine under its mutex).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -67,12 +68,18 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
 // `lends`: streamed where the direct form would run otherwise (a broadcast on Zen 2 and Intel:
 // inline_plan.cc), so a member whose input the peers map lends it (mayLend), and where all that
 // post data do, they read it whole, as the direct form would.
+//
+// `rootChooses`: a broadcast that `lends`, whose root may also lend a buffer the peers cannot map
+// (they read it whole with cross-memory attach, as the direct form does) or copy it through the
+// slots, call by call, whichever it measured faster (LendChoice). Where the direct form's read
+// and streaming each win in some runs (2 ranks on Zen 2: inline_plan.cc).
 struct InlineChunking {
   std::uint64_t chunks = 0;
   std::size_t block = 0;  // bytes of the input, or of one block
   std::size_t step = 0;   // bytes of a block per chunk
   bool direct = false;
   bool lends = false;
+  bool rootChooses = false;
 };
 // `peersReadable`: this process may read the peers' memory (the direct form needs it).
 InlineChunking inlineChunking(algorithms::Collective collective, std::size_t count, DataType dtype,
@@ -144,8 +151,11 @@ class InlineCollective {
   // that the peers map (allocMem): this member posts no data, the peers read its chunks
   // straight out of its send buffer, and it returns once they are done. Not where the member
   // writes what its peers read meanwhile; an all-to-all, or an allgather at 2 ranks, unless
-  // FTCOMM_INLINE_LEND says otherwise (inline_lend.cc).
-  bool mayLend() const;
+  // FTCOMM_INLINE_LEND says otherwise (inline_lend.cc). kChoose: a broadcast's root whose
+  // input the peers cannot map, where the plan lets it choose (InlineChunking::rootChooses):
+  // LendChoice decides per call.
+  enum class Lending { kNo, kYes, kChoose };
+  Lending mayLend() const;
   // In the first round of a lendable broadcast, allgather or all-to-all: every member whose
   // post carries data lends (mayLend). Then each reads its whole result straight from the
   // lenders' buffers at once, as the direct form does, and the other rounds are skipped (one
@@ -178,10 +188,13 @@ class InlineCollective {
   algorithms::Staging staged_;  // an all-to-all in place, direct form: the blocks read
   bool woken_ = true;           // the peers were woken for the current post
   bool stoppedAtLimit_ = false;
-  int next_ = 0;         // ranks before it have posted the current chunk
-  bool inHead_;          // the posts fit in their slots' first lines (InlineSlot::head)
-  bool lendable_;        // lendable(), decided once
-  bool lends_;           // mayLend(), decided once
+  int next_ = 0;   // ranks before it have posted the current chunk
+  bool inHead_;    // the posts fit in their slots' first lines (InlineSlot::head)
+  bool lendable_;  // lendable(), decided once
+  bool lends_;     // mayLend(), decided once
+  // The root's choice came from LendChoice, which measures this call: what it took goes back.
+  bool measured_ = false;
+  std::chrono::steady_clock::time_point began_;
   bool whole_ = false;   // lendsWhole(), decided in the first round
   bool readsOwnInput_;   // readsOwnInput(), decided once
   bool piecesOfBlocks_;  // a post holds a piece of every block (Posts::kBlocks)

@@ -50,7 +50,7 @@ bool InlineCollective::lendable() const {
   return n_ <= 2 && inputBytes() >= (std::size_t{16} << 10);
 }
 
-bool InlineCollective::mayLend() const {
+InlineCollective::Lending InlineCollective::mayLend() const {
   // FTCOMM_INLINE_LEND: 1 lends every collective's input, 0 none; unset, an all-to-all's, an
   // allgather's at 2 ranks, and a broadcast's where it streams in place of the direct form
   // (InlineChunking::lends: lent whole, it reads the root's buffer as the direct form did).
@@ -85,10 +85,12 @@ bool InlineCollective::mayLend() const {
   }();
   const bool byDefault = plan_.lends || collective_ == Collective::kAllToAll ||
                          (collective_ == Collective::kAllGather && n_ <= 2);
-  if (lendSetting == 0 || (lendSetting != 1 && !byDefault)) return false;
-  if (plan_.block == 0 || keepsInput()) return false;
+  if (lendSetting == 0 || (lendSetting != 1 && !byDefault)) return Lending::kNo;
+  if (plan_.block == 0 || keepsInput()) return Lending::kNo;
   const Posts posts = *postsOf(collective_);
-  if (posts == Posts::kNothing || (posts == Posts::kRoot && rank_ != args_.root)) return false;
+  if (posts == Posts::kNothing || (posts == Posts::kRoot && rank_ != args_.root)) {
+    return Lending::kNo;
+  }
   const std::size_t n = static_cast<std::size_t>(n_);
   const std::size_t sendBytes = inputBytes();
   // Nothing this member writes may be what a peer still reads: a broadcast's root writes
@@ -113,7 +115,12 @@ bool InlineCollective::mayLend() const {
       writesInput = overlap(args_.send, sendBytes, args_.recv, plan_.block);
       break;
   }
-  return !writesInput && shm::MappableMemory::process().listed(args_.send, sendBytes);
+  if (writesInput) return Lending::kNo;
+  if (shm::MappableMemory::process().listed(args_.send, sendBytes)) return Lending::kYes;
+  // Memory that the peers read with cross-memory attach: only a broadcast's root whose plan lets
+  // it choose lends it (LendChoice; FTCOMM_INLINE_LEND=1 always).
+  if (!plan_.rootChooses) return Lending::kNo;
+  return lendSetting == 1 ? Lending::kYes : Lending::kChoose;
 }
 
 bool InlineCollective::lendsWhole() const {

@@ -63,10 +63,11 @@ constexpr std::size_t kZen5Chunk = std::size_t{512} << 10;
 // FTCOMM_INLINE_CHUNK_KIB sets the chunk (for measuring), and with it the most a post may put in
 // one chunk and what a chunk of every block may fill, as on Zen 5. Until 2026-12-04 it set the
 // chunk alone, which then took at most 256 KiB of one block (`whole`) beyond Zen 5.
-// On Zen 2, a broadcast at 3-4 ranks streams where the others go direct (streamsBroadcast), in
-// chunks of a whole slot: 256 KiB chunks against 64 KiB ones, 2 alternating runs, 4 ranks, heap
-// buffers, 512 KiB-64 MiB, 9-21% less time at each size (2 MiB 490 against 608 us, 16 MiB 5.5
-// against 6.0 ms; BENCHMARKS.md, "Zen 2: the 4-rank broadcast streams").
+// On Zen 2, a broadcast at 2-4 ranks streams where the others go direct (streamsBroadcast), in
+// chunks of a whole slot (measured at 4 ranks; at 2 the fast runs above were 256 KiB chunks): 256
+// KiB chunks against 64 KiB ones, 2 alternating runs, 4 ranks, heap buffers, 512 KiB-64 MiB, 9-21%
+// less time at each size (2 MiB 490 against 608 us, 16 MiB 5.5 against 6.0 ms; BENCHMARKS.md, "Zen
+// 2: the 4-rank broadcast streams").
 SlotUse slotUse(Collective collective, int ranks) {
   static const int chunkKib = envInt("FTCOMM_INLINE_CHUNK_KIB", 0);
   static const bool zen5 = transport::amdZen5OrLater();
@@ -74,7 +75,7 @@ SlotUse slotUse(Collective collective, int ranks) {
   if (zen5 && ranks <= 4) {
     use.whole = use.chunk = kZen5Chunk;
     use.room = std::min(kZen5Chunk * static_cast<std::size_t>(ranks), shm::kInlineBytes);
-  } else if (collective == Collective::kBroadcast && ranks > 2 && transport::amdZen2()) {
+  } else if (collective == Collective::kBroadcast && transport::amdZen2()) {
     use.chunk = use.whole;
   }
   if (chunkKib > 0) {  // as on Zen 5: a post of up to one chunk in one, a chunk of every block
@@ -105,7 +106,8 @@ SlotUse slotUse(Collective collective, int ranks) {
 //   - a 2-rank broadcast goes direct (the inline form) as soon as the registry allows it, as on
 //     Intel: streamed, it read 0.55-0.68x OpenMPI from 128 KiB to 2 MiB (and 0.1-0.2x in a
 //     run in streaming's slow mode), direct 0.86-1.19x (1 MiB: 88-104 against 138-190 us;
-//     2026-12-01 20:00-20:15 UTC, 7 alternating runs in all);
+//     2026-12-01 20:00-20:15 UTC, 7 alternating runs in all); on Zen 2 it streams with its
+//     root choosing how (rootChoosesAt, below);
 //   - reduce-scatter, and allreduce at 2 ranks, do not stream: since the direct algorithms
 //     reduce straight into the result (2026-12-01), they beat streaming at 512 KiB-2 MiB in the
 //     median of 8-10 alternating runs (allreduce 1.05-1.19x OpenMPI against 0.80-0.87x;
@@ -186,7 +188,8 @@ SlotUse slotUse(Collective collective, int ranks) {
 // (0.46-0.95x against 0.94-1.04x), and so did allreduce (16 MiB 1.21x against 1.50x).
 
 // The bands past inlineLimit that still run inline, streamed in place of the direct form: a
-// broadcast on Intel (the comment above) and on Zen 2 at 4 ranks to 64 MiB, at 3 ranks to 4 MiB.
+// broadcast on Intel (the comment above) and on Zen 2 at 2 and 4 ranks to 64 MiB, at 3 ranks to
+// 4 MiB.
 // There a root whose buffer the peers map lends it whole (InlineChunking::lends), as the direct
 // form reads it.
 //
@@ -206,9 +209,38 @@ SlotUse slotUse(Collective collective, int ranks) {
 // 5.2 against 4.0 ms, 64 MiB 19.8 against 15.1 ms).
 // Zen and Zen+ (also family 0x17) were not measured, nor lending on Intel, where it reads what
 // the direct form reads.
+//
+// At 2 ranks on Zen 2 a broadcast streams from 32 KiB to 64 MiB, in 256 KiB chunks, and a root
+// whose buffer the peer cannot map chooses, call by call, between lending it (the peer reads it
+// whole with process_vm_readv, as the direct form did) and copying it through its slot
+// (InlineChunking::rootChooses, LendChoice). Neither wins every run: the VM moves a line from one
+// vCPU to the other either fast (0.04 us, ftcomm-bench-handover) or slowly (0.19-0.25 us), from
+// one minute to the next, and a copy through the slots is read from lines the other vCPU has
+// just written (the lent buffer was written long before). Heap
+// buffers, 2026-12-04 18:30-18:56 UTC, each run's ftcomm / OpenMPI busbw (BENCHMARKS.md, "Zen 2:
+// the 2-rank broadcast's root chooses"):
+//   - copied (FTCOMM_INLINE_LEND=0): 1 MiB 51-54 us, 1.86-2.22x, at the fast hand-over,
+//     against 200-240 us, 0.64-0.69x, at the slow one; 4 MiB 193-223 us (2.16-2.55x) against
+//     800-900 (0.66-0.86x);
+//   - direct (FTCOMM_INLINE_ROOT_CHOOSES=0, as before): 1 MiB 116-170 us and 4 MiB 476-615 us
+//     at both, 0.89-1.01x;
+//   - chosen, 10 runs alternating with direct: at the fast hand-over (2 runs) 1 MiB 60-68 us,
+//     1.76-1.83x, and 4 MiB 210-298 us, 1.79-2.41x, where direct read 0.93-0.97x in its one fast
+//     run; at the slow one (8 runs) 0.88-0.99x at 1 MiB and 0.95-1.00x at 4 MiB, against
+//     direct's 0.89-0.98x and 0.94-1.01x.
+// A root whose buffer comes from allocMem lends it whole, as it was read direct: 3 alternating
+// runs, 32 KiB-64 MiB, the same within the noise (1 MiB 36.9 against 43.4 us).
+// FTCOMM_INLINE_ROOT_CHOOSES=1 streams 2-rank broadcasts so on any processor, 0 on none (for
+// measuring, and the tests).
+bool rootChoosesAt(int ranks) {
+  static const int setting = envInt("FTCOMM_INLINE_ROOT_CHOOSES", -1);
+  return ranks == 2 && (setting == 1 || (setting < 0 && transport::amdZen2()));
+}
+
 bool streamsBroadcast(Collective collective, int ranks, std::size_t total) {
   constexpr std::size_t kFrom = std::size_t{8} << 20, kTo = std::size_t{64} << 20;
   if (collective != Collective::kBroadcast || ranks > 4 || total > kTo) return false;
+  if (rootChoosesAt(ranks)) return true;
   constexpr std::size_t kZen2ThreeRanksTo = std::size_t{4} << 20;
   if (transport::amdProcessor())
     return transport::amdZen2() && (ranks == 4 || (ranks == 3 && total <= kZen2ThreeRanksTo));
@@ -311,6 +343,7 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
   const bool blocks = *posts == Posts::kBlocks;
   plan.lends = inPlaceOfDirect && overridden <= 0;
+  plan.rootChooses = plan.lends && peersReadable && rootChoosesAt(ranks);
   const SlotUse use = slotUse(collective, ranks);
   if (bytes <= use.whole) {  // one chunk (and no divisions: this runs on every call)
     plan.step = std::max(plan.block, es);
