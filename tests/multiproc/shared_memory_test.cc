@@ -168,6 +168,31 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "shared memory: a 2-rank broadcast's root lends or copies its heap buffer as it measured "
+    "faster, and the other member reads it either way") {
+  // On Zen 2 (and anywhere with FTCOMM_INLINE_ROOT_CHOOSES=1) a 2-rank broadcast past the inline
+  // limit streams, and a heap root chooses per call between lending its buffer (read whole with
+  // cross-memory attach) and copying it through its slot (LendChoice): its first calls of a size
+  // go each way twice. FTCOMM_INLINE_LEND=1 lends every time, 0 never.
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"heap", ""},
+      {"heap", "FTCOMM_INLINE_LEND=1"},
+      {"heap", "FTCOMM_INLINE_LEND=0"},
+      {"mixed", ""},
+      {"allocmem", ""}};
+  for (const auto& [memory, lend] : settings) {
+    std::vector<std::string> env = {"FTCOMM_INLINE_ROOT_CHOOSES=1"};
+    if (!lend.empty()) env.push_back(lend);
+    for (const auto& result : runWithMemory(memory, "streamed-broadcast", 2, env)) {
+      INFO(memory << " memory, " << (lend.empty() ? "chosen" : lend) << ": " << result);
+      REQUIRE_THAT(result, Catch::StartsWith("OK"));
+      const bool heapLends = memory != "allocmem" && lend != "FTCOMM_INLINE_LEND=0";
+      CHECK((result.find(" 0 heap roots lent") == std::string::npos) == heapLends);
+    }
+  }
+}
+
+TEST_CASE(
     "shared memory: a rank killed while the others read its buffers fails them, never with a "
     "wrong block") {
   // The others may already have read the victim's block of the allgather it died in; they then
@@ -195,5 +220,21 @@ TEST_CASE(
       CHECK(named >= 1);
       CHECK(results[2] == "missing");
     }
+  }
+}
+
+TEST_CASE(
+    "shared memory: a 2-rank broadcast's root killed while its heap buffer is lent or copied "
+    "fails the other member, never with a wrong block") {
+  // The root chooses per call (FTCOMM_INLINE_ROOT_CHOOSES=1), or always lends its heap buffer to
+  // be read with cross-memory attach (FTCOMM_INLINE_LEND=1), or always copies it (=0).
+  for (const std::string lend : {"", "FTCOMM_INLINE_LEND=1", "FTCOMM_INLINE_LEND=0"}) {
+    std::vector<std::string> env = {"FTCOMM_INLINE_ROOT_CHOOSES=1"};
+    if (!lend.empty()) env.push_back(lend);
+    auto results = runWithMemory("heap", "killed-root", 2, env, {}, /*keepSurvivors=*/true);
+    INFO((lend.empty() ? "chosen" : lend) << ": " << results[0]);
+    CHECK_THAT(results[0], Catch::StartsWith("OK failed_at="));
+    CHECK(results[0].find("rank 1 failed") != std::string::npos);
+    CHECK(results[1] == "missing");
   }
 }
