@@ -66,13 +66,24 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   const Lending lending = lendable_ ? mayLend() : Lending::kNo;
   lends_ = lending == Lending::kYes;
   if (lending == Lending::kChoose) {
-    const LendChoice::Choice choice = LendChoice::broadcastRoots().choose(inputBytes());
+    const LendChoice::Choice choice = lendChoice().choose(inputBytes());
     lends_ = choice.lend;
     measured_ = choice.measure;
     if (measured_) began_ = std::chrono::steady_clock::now();
   }
   readsOwnInput_ = readsOwnInput();
   if (lends_ && progress_ != nullptr) progress_->setAlgorithm("inline (lent)");
+}
+
+LendChoice& InlineCollective::lendChoice() const {
+  switch (collective_) {
+    case Collective::kAllGather:
+      return LendChoice::process(LendChoice::Kind::kAllGather);
+    case Collective::kAllToAll:
+      return LendChoice::process(LendChoice::Kind::kAllToAll);
+    default:
+      return LendChoice::process(LendChoice::Kind::kBroadcast);
+  }
 }
 
 bool InlineCollective::readsOwnInput() const {
@@ -294,8 +305,7 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
   const bool done = !lends_ || consumedByPeers(index_ - 1);
   if (done && measured_) {
     measured_ = false;
-    LendChoice::broadcastRoots().record(inputBytes(), lends_,
-                                        std::chrono::steady_clock::now() - began_);
+    lendChoice().record(inputBytes(), lends_, std::chrono::steady_clock::now() - began_);
   }
   return done;
 }

@@ -65,21 +65,23 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
 // once every member that reads its buffers has done so. One chunk; cheaper by the two message
 // rounds (about 3 us here), which mattered from 32 KiB to 1 MiB.
 //
-// `lends`: streamed where the direct form would run otherwise (a broadcast on Zen 2 and Intel:
-// inline_plan.cc), so a member whose input the peers map lends it (mayLend), and where all that
-// post data do, they read it whole, as the direct form would.
+// `lends`: streamed where the direct form would run otherwise (a broadcast on Zen 2 and Intel,
+// at 2 ranks on Zen 2 an allgather and all-to-all: inline_plan.cc), so a member whose input the
+// peers map lends it (mayLend), and where all that post data do, they read it whole, as the
+// direct form would.
 //
-// `rootChooses`: a broadcast that `lends`, whose root may also lend a buffer the peers cannot map
-// (they read it whole with cross-memory attach, as the direct form does) or copy it through the
-// slots, call by call, whichever it measured faster (LendChoice). Where the direct form's read
-// and streaming each win in some runs (2 ranks on Zen 2: inline_plan.cc).
+// `chooses`: one that `lends`, in which a member whose input the peers cannot map (a broadcast's
+// root, an allgather's or all-to-all's members) may lend it too (read with cross-memory attach,
+// whole where every member lends, as the direct form does) or copy it through the slots, call by
+// call, whichever it measured faster (LendChoice). Where the direct form's read and streaming
+// each win in some runs (2 ranks on Zen 2: inline_plan.cc).
 struct InlineChunking {
   std::uint64_t chunks = 0;
   std::size_t block = 0;  // bytes of the input, or of one block
   std::size_t step = 0;   // bytes of a block per chunk
   bool direct = false;
   bool lends = false;
-  bool rootChooses = false;
+  bool chooses = false;
 };
 // `peersReadable`: this process may read the peers' memory (the direct form needs it).
 InlineChunking inlineChunking(algorithms::Collective collective, std::size_t count, DataType dtype,
@@ -88,6 +90,8 @@ InlineChunking inlineChunking(algorithms::Collective collective, std::size_t cou
 // Writes this member's announcement for collective `seq`, which it runs with messages.
 void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
                         const transport::OpSignature& signature);
+
+class LendChoice;
 
 class InlineCollective {
  public:
@@ -152,10 +156,12 @@ class InlineCollective {
   // straight out of its send buffer, and it returns once they are done. Not where the member
   // writes what its peers read meanwhile; an all-to-all, or an allgather at 2 ranks, unless
   // FTCOMM_INLINE_LEND says otherwise (inline_lend.cc). kChoose: a broadcast's root whose
-  // input the peers cannot map, where the plan lets it choose (InlineChunking::rootChooses):
+  // input the peers cannot map, where the plan lets it choose (InlineChunking::chooses):
   // LendChoice decides per call.
   enum class Lending { kNo, kYes, kChoose };
   Lending mayLend() const;
+  // Where this kind of collective's choices are kept (kChoose).
+  LendChoice& lendChoice() const;
   // In the first round of a lendable broadcast, allgather or all-to-all: every member whose
   // post carries data lends (mayLend). Then each reads its whole result straight from the
   // lenders' buffers at once, as the direct form does, and the other rounds are skipped (one

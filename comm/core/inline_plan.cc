@@ -107,7 +107,7 @@ SlotUse slotUse(Collective collective, int ranks) {
 //     Intel: streamed, it read 0.55-0.68x OpenMPI from 128 KiB to 2 MiB (and 0.1-0.2x in a
 //     run in streaming's slow mode), direct 0.86-1.19x (1 MiB: 88-104 against 138-190 us;
 //     2026-12-01 20:00-20:15 UTC, 7 alternating runs in all); on Zen 2 it streams with its
-//     root choosing how (rootChoosesAt, below);
+//     root choosing how (choosesAt, below);
 //   - reduce-scatter, and allreduce at 2 ranks, do not stream: since the direct algorithms
 //     reduce straight into the result (2026-12-01), they beat streaming at 512 KiB-2 MiB in the
 //     median of 8-10 alternating runs (allreduce 1.05-1.19x OpenMPI against 0.80-0.87x;
@@ -213,7 +213,7 @@ SlotUse slotUse(Collective collective, int ranks) {
 // At 2 ranks on Zen 2 a broadcast streams from 32 KiB to 64 MiB, in 256 KiB chunks, and a root
 // whose buffer the peer cannot map chooses, call by call, between lending it (the peer reads it
 // whole with process_vm_readv, as the direct form did) and copying it through its slot
-// (InlineChunking::rootChooses, LendChoice). Neither wins every run: the VM moves a line from one
+// (InlineChunking::chooses, LendChoice). Neither wins every run: the VM moves a line from one
 // vCPU to the other either fast (0.04 us, ftcomm-bench-handover) or slowly (0.19-0.25 us), from
 // one minute to the next, and a copy through the slots is read from lines the other vCPU has
 // just written (the lent buffer was written long before). Heap
@@ -222,7 +222,7 @@ SlotUse slotUse(Collective collective, int ranks) {
 //   - copied (FTCOMM_INLINE_LEND=0): 1 MiB 51-54 us, 1.86-2.22x, at the fast hand-over,
 //     against 200-240 us, 0.64-0.69x, at the slow one; 4 MiB 193-223 us (2.16-2.55x) against
 //     800-900 (0.66-0.86x);
-//   - direct (FTCOMM_INLINE_ROOT_CHOOSES=0, as before): 1 MiB 116-170 us and 4 MiB 476-615 us
+//   - direct (FTCOMM_INLINE_CHOOSE=0, as before): 1 MiB 116-170 us and 4 MiB 476-615 us
 //     at both, 0.89-1.01x;
 //   - chosen, 10 runs alternating with direct: at the fast hand-over (2 runs) 1 MiB 60-68 us,
 //     1.76-1.83x, and 4 MiB 210-298 us, 1.79-2.41x, where direct read 0.93-0.97x in its one fast
@@ -230,17 +230,33 @@ SlotUse slotUse(Collective collective, int ranks) {
 //     direct's 0.89-0.98x and 0.94-1.01x.
 // A root whose buffer comes from allocMem lends it whole, as it was read direct: 3 alternating
 // runs, 32 KiB-64 MiB, the same within the noise (1 MiB 36.9 against 43.4 us).
-// FTCOMM_INLINE_ROOT_CHOOSES=1 streams 2-rank broadcasts so on any processor, 0 on none (for
-// measuring, and the tests).
-bool rootChoosesAt(int ranks) {
-  static const int setting = envInt("FTCOMM_INLINE_ROOT_CHOOSES", -1);
-  return ranks == 2 && (setting == 1 || (setting < 0 && transport::amdZen2()));
+// The allgather and all-to-all at 2 ranks on Zen 2 stream from 512 KiB (of the whole result, or
+// input) too, each member choosing for its own buffer; they go direct below, where the choosing
+// cost more than it gained (32 KiB 3.9-4.0 us against 3.5-3.6 direct, 64 KiB 5.4-5.9 against
+// 5.0-5.2, in both modes). Copying gains less than for a broadcast, since each member copies its
+// block in and the other's out: at the fast hand-over all-to-all 1.31-1.46x at 512 KiB-2 MiB
+// (0.78-0.84x at 4 MiB), allgather 1.03-1.33x at 512 KiB-16 MiB, against 0.91-1.07x direct; at
+// the slow one 0.49-0.82x. Chosen, alternating with direct (BENCHMARKS.md, "Zen 2: allgather and
+// all-to-all choose too"): at the fast hand-over all-to-all 1.14-1.36x at 512 KiB-2 MiB and
+// 0.96-0.99x at 4-8 MiB (one run), allgather 1.06-1.28x at 2-4 MiB and 1.09-1.15x at 16-64 MiB
+// (2 runs), against 0.86-1.06x direct; at the slow one 0.92-1.08x against 0.91-1.15x, 6 runs
+// each.
+// FTCOMM_INLINE_CHOOSE=1 lets members choose so on any processor, 0 on none (for measuring, and
+// the tests).
+bool choosesAt(Collective collective, int ranks, std::size_t total) {
+  static const int setting = envInt("FTCOMM_INLINE_CHOOSE", -1);
+  constexpr std::size_t kExchangesFrom = std::size_t{512} << 10;
+  const bool exchanges =
+      collective == Collective::kAllGather || collective == Collective::kAllToAll;
+  const bool moves = collective == Collective::kBroadcast || (exchanges && total >= kExchangesFrom);
+  return moves && ranks == 2 && (setting == 1 || (setting < 0 && transport::amdZen2()));
 }
 
-bool streamsBroadcast(Collective collective, int ranks, std::size_t total) {
+bool streamsInPlaceOfDirect(Collective collective, int ranks, std::size_t total) {
   constexpr std::size_t kFrom = std::size_t{8} << 20, kTo = std::size_t{64} << 20;
-  if (collective != Collective::kBroadcast || ranks > 4 || total > kTo) return false;
-  if (rootChoosesAt(ranks)) return true;
+  if (total > kTo) return false;
+  if (choosesAt(collective, ranks, total)) return true;
+  if (collective != Collective::kBroadcast || ranks > 4) return false;
   constexpr std::size_t kZen2ThreeRanksTo = std::size_t{4} << 20;
   if (transport::amdProcessor())
     return transport::amdZen2() && (ranks == 4 || (ranks == 3 && total <= kZen2ThreeRanksTo));
@@ -324,7 +340,7 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   const std::size_t total = collective == Collective::kAllGather ? bytes * ranks : bytes;
   static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
   const bool pastLimit = total > inlineLimit(collective, ranks);
-  const bool inPlaceOfDirect = pastLimit && streamsBroadcast(collective, ranks, total);
+  const bool inPlaceOfDirect = pastLimit && streamsInPlaceOfDirect(collective, ranks, total);
   if (overridden > 0 ? bytes > static_cast<std::size_t>(overridden) * 1024
                      : pastLimit && !inPlaceOfDirect) {
     // Where the registry would pick the direct algorithm: its inline form.
@@ -343,7 +359,7 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   plan.block = *posts == Posts::kNothing ? 0 : count * es;
   const bool blocks = *posts == Posts::kBlocks;
   plan.lends = inPlaceOfDirect && overridden <= 0;
-  plan.rootChooses = plan.lends && peersReadable && rootChoosesAt(ranks);
+  plan.chooses = plan.lends && peersReadable && choosesAt(collective, ranks, total);
   const SlotUse use = slotUse(collective, ranks);
   if (bytes <= use.whole) {  // one chunk (and no divisions: this runs on every call)
     plan.step = std::max(plan.block, es);

@@ -5,9 +5,9 @@
 
 namespace ftcomm::detail {
 
-LendChoice& LendChoice::broadcastRoots() {
-  static LendChoice choice;
-  return choice;
+LendChoice& LendChoice::process(Kind kind) {
+  static LendChoice choices[3];
+  return choices[static_cast<int>(kind)];
 }
 
 double LendChoice::fastest(const double (&samples)[kSamples]) {
@@ -18,21 +18,34 @@ double LendChoice::fastest(const double (&samples)[kSamples]) {
   return best;
 }
 
+int LendChoice::winnerOf(const Estimates& e) {
+  const double copied = fastest(e.nsPerByte[0]), lent = fastest(e.nsPerByte[1]);
+  if (copied == 0 || lent == 0) return -1;
+  return lent < copied ? 1 : 0;
+}
+
+int LendChoice::nearestWinner(int sizeClass) const {
+  for (int d = 1; d < kClasses; ++d) {
+    for (const int c : {sizeClass - d, sizeClass + d}) {
+      if (c < 0 || c >= kClasses) continue;
+      if (const int winner = winnerOf(byClass_[c]); winner >= 0) return winner;
+    }
+  }
+  return -1;
+}
+
 LendChoice::Choice LendChoice::choose(std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   Estimates& e = byClass_[std::bit_width(bytes) % kClasses];
   const std::uint64_t call = e.calls++;
-  const double copied = fastest(e.nsPerByte[0]), lent = fastest(e.nsPerByte[1]);
   bool lend;
-  if (copied != 0 && lent != 0) {
-    const bool lendIsFaster = lent < copied;
-    lastWinner_ = lendIsFaster ? 1 : 0;
-    lend = call % kProbeEvery < kRun ? !lendIsFaster : lendIsFaster;
-  } else if (lastWinner_ < 0) {
-    lend = call >= kRun;  // the process's first size class: copy first, then lend
+  if (const int winner = winnerOf(e); winner >= 0) {
+    lend = (winner == 1) != (call % kProbeEvery < kRun);
   } else {
-    // The last winner until this class tries the other way (its first probe).
-    lend = (lastWinner_ == 1) != (call >= kProbeEvery && call % kProbeEvery < kRun);
+    // kRun calls each way, in turn until both are measured: first the way that won at the
+    // nearest size measured, or copying where nothing was.
+    const bool first = nearestWinner(std::bit_width(bytes) % kClasses) == 1;
+    lend = first != ((call / kRun) % 2 == 1);
   }
   const int way = lend ? 1 : 0;
   const Choice choice{lend, e.lastWay == way};

@@ -1,12 +1,15 @@
-// Whether a streamed broadcast's root lends a buffer that its peers cannot map (heap memory: they
-// read it with cross-memory attach, process_vm_readv, in one piece, as the direct form does) or
-// copies it through its slots chunk by chunk. Where neither is always faster, the root measures
-// both and takes the faster one, trying the other now and then, since what is faster changes
-// while a job runs. The peers follow what the root posted (InlineCollective::lendsWhole), so the
-// members need not agree beforehand, and both ways give the same bits.
+// Whether a member of a streamed broadcast (its root), allgather or all-to-all lends a buffer
+// that its peers cannot map (heap memory: they read it with cross-memory attach,
+// process_vm_readv, whole where every member lends, as the direct form does) or copies it
+// through its slots chunk by chunk. Where neither is always faster, each member measures both and
+// takes the faster one, trying the other now and then, since what is faster changes while a job
+// runs. The peers read each member's part from where its post says (InlineCollective::takeLent,
+// lendsWhole), so the members need not agree beforehand, and every way gives the same bits. The
+// members of an allgather or all-to-all mostly choose alike: they count the same calls and
+// measure the same collectives.
 //
-// Used where the plan lets the root choose (InlineChunking::rootChooses: 2-rank broadcasts on
-// Zen 2, inline_plan.cc says why).
+// Used where the plan lets members choose (InlineChunking::chooses: at 2 ranks on Zen 2,
+// inline_plan.cc says why).
 //
 // Thread-safety: any thread.
 #pragma once
@@ -20,8 +23,10 @@ namespace ftcomm::detail {
 
 class LendChoice {
  public:
-  // The process's choices for broadcast roots.
-  static LendChoice& broadcastRoots();
+  // The process's choices for a broadcast's root, for an allgather's member, for an
+  // all-to-all's member.
+  enum class Kind { kBroadcast, kAllGather, kAllToAll };
+  static LendChoice& process(Kind kind);
 
   struct Choice {
     bool lend = false;
@@ -36,10 +41,9 @@ class LendChoice {
   // What a measured call of `bytes` took, from its start to its root's return.
   void record(std::size_t bytes, bool lent, std::chrono::steady_clock::duration took);
 
-  // The way that won in the size class measured last, a new size class goes first (the ways
-  // ranked alike at every size measured: it is the machine's state that decides); the first of
-  // all go kRun calls each way. Then the other way is tried for kRun calls once every
-  // kProbeEvery calls, so that the estimates follow the machine.
+  // A size class goes kRun calls each way, first the way that won at the nearest size measured
+  // (copying where none was), then takes the faster, and tries the other for kRun calls once
+  // every kProbeEvery calls, so that the estimates follow the machine.
   static constexpr std::uint64_t kRun = 2;
   static constexpr std::uint64_t kProbeEvery = 64;
   // Each way's estimate: the fastest of its last kSamples calls (ns per byte). The fastest, since
@@ -57,9 +61,12 @@ class LendChoice {
   static constexpr int kClasses = 64;  // by the size's bit width
   static double fastest(const double (&samples)[kSamples]);
 
+  // 1 where lending is faster, 0 where copying is, -1 before both were measured.
+  static int winnerOf(const Estimates& e);
+  int nearestWinner(int sizeClass) const;  // under mu_
+
   std::mutex mu_;
   Estimates byClass_[kClasses];
-  int lastWinner_ = -1;  // 0 copied, 1 lent; -1 none yet
 };
 
 }  // namespace ftcomm::detail

@@ -170,7 +170,7 @@ TEST_CASE(
 TEST_CASE(
     "shared memory: a 2-rank broadcast's root lends or copies its heap buffer as it measured "
     "faster, and the other member reads it either way") {
-  // On Zen 2 (and anywhere with FTCOMM_INLINE_ROOT_CHOOSES=1) a 2-rank broadcast past the inline
+  // On Zen 2 (and anywhere with FTCOMM_INLINE_CHOOSE=1) a 2-rank broadcast past the inline
   // limit streams, and a heap root chooses per call between lending its buffer (read whole with
   // cross-memory attach) and copying it through its slot (LendChoice): its first calls of a size
   // go each way twice. FTCOMM_INLINE_LEND=1 lends every time, 0 never.
@@ -181,7 +181,7 @@ TEST_CASE(
       {"mixed", ""},
       {"allocmem", ""}};
   for (const auto& [memory, lend] : settings) {
-    std::vector<std::string> env = {"FTCOMM_INLINE_ROOT_CHOOSES=1"};
+    std::vector<std::string> env = {"FTCOMM_INLINE_CHOOSE=1"};
     if (!lend.empty()) env.push_back(lend);
     for (const auto& result : runWithMemory(memory, "streamed-broadcast", 2, env)) {
       INFO(memory << " memory, " << (lend.empty() ? "chosen" : lend) << ": " << result);
@@ -226,15 +226,39 @@ TEST_CASE(
 TEST_CASE(
     "shared memory: a 2-rank broadcast's root killed while its heap buffer is lent or copied "
     "fails the other member, never with a wrong block") {
-  // The root chooses per call (FTCOMM_INLINE_ROOT_CHOOSES=1), or always lends its heap buffer to
+  // The root chooses per call (FTCOMM_INLINE_CHOOSE=1), or always lends its heap buffer to
   // be read with cross-memory attach (FTCOMM_INLINE_LEND=1), or always copies it (=0).
   for (const std::string lend : {"", "FTCOMM_INLINE_LEND=1", "FTCOMM_INLINE_LEND=0"}) {
-    std::vector<std::string> env = {"FTCOMM_INLINE_ROOT_CHOOSES=1"};
+    std::vector<std::string> env = {"FTCOMM_INLINE_CHOOSE=1"};
     if (!lend.empty()) env.push_back(lend);
     auto results = runWithMemory("heap", "killed-root", 2, env, {}, /*keepSurvivors=*/true);
     INFO((lend.empty() ? "chosen" : lend) << ": " << results[0]);
     CHECK_THAT(results[0], Catch::StartsWith("OK failed_at="));
     CHECK(results[0].find("rank 1 failed") != std::string::npos);
     CHECK(results[1] == "missing");
+  }
+}
+
+TEST_CASE(
+    "shared memory: 2-rank broadcasts, allgathers and all-to-alls whose members choose per call "
+    "between lending and copying give every right result") {
+  // FTCOMM_INLINE_CHOOSE=1 (as on Zen 2): past the inline limit the broadcast, and from 512 KiB
+  // the allgather and all-to-all, stream, and each member whose buffer the other cannot map
+  // lends it (read with cross-memory attach) or copies it through its slot, as it measured
+  // faster (LendChoice): the two members may choose differently, and each reads the other's
+  // part from where its post says. Every dtype, in place and not; heap buffers chosen, always
+  // lent, never lent, and mixed with allocMem ones.
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"heap", ""},
+      {"heap", "FTCOMM_INLINE_LEND=1"},
+      {"heap", "FTCOMM_INLINE_LEND=0"},
+      {"mixed", ""}};
+  for (const auto& [memory, lend] : settings) {
+    std::vector<std::string> env = {"FTCOMM_INLINE_CHOOSE=1"};
+    if (!lend.empty()) env.push_back(lend);
+    for (const auto& result : runWithMemory(memory, "collectives", 2, env)) {
+      INFO(memory << " memory, " << (lend.empty() ? "chosen" : lend));
+      CHECK_THAT(result, Catch::StartsWith("OK"));
+    }
   }
 }
