@@ -155,9 +155,9 @@ class InlineCollective {
   // that the peers map (allocMem): this member posts no data, the peers read its chunks
   // straight out of its send buffer, and it returns once they are done. Not where the member
   // writes what its peers read meanwhile; an all-to-all, or an allgather at 2 ranks, unless
-  // FTCOMM_INLINE_LEND says otherwise (inline_lend.cc). kChoose: a broadcast's root whose
-  // input the peers cannot map, where the plan lets it choose (InlineChunking::chooses):
-  // LendChoice decides per call.
+  // FTCOMM_INLINE_LEND says otherwise (inline_lend.cc). kChoose: a member (a broadcast's root,
+  // an allgather's or all-to-all's) whose input the peers cannot map, where the plan lets it
+  // choose (InlineChunking::chooses): LendChoice decides per call.
   enum class Lending { kNo, kYes, kChoose };
   Lending mayLend() const;
   // Where this kind of collective's choices are kept (kChoose).
@@ -198,7 +198,7 @@ class InlineCollective {
   bool inHead_;    // the posts fit in their slots' first lines (InlineSlot::head)
   bool lendable_;  // lendable(), decided once
   bool lends_;     // mayLend(), decided once
-  // The root's choice came from LendChoice, which measures this call: what it took goes back.
+  // This member's choice came from LendChoice, which measures this call: what it took goes back.
   bool measured_ = false;
   std::chrono::steady_clock::time_point began_;
   bool whole_ = false;   // lendsWhole(), decided in the first round

@@ -63,11 +63,11 @@ constexpr std::size_t kZen5Chunk = std::size_t{512} << 10;
 // FTCOMM_INLINE_CHUNK_KIB sets the chunk (for measuring), and with it the most a post may put in
 // one chunk and what a chunk of every block may fill, as on Zen 5. Until 2026-12-04 it set the
 // chunk alone, which then took at most 256 KiB of one block (`whole`) beyond Zen 5.
-// On Zen 2, a broadcast at 2-4 ranks streams where the others go direct (streamsBroadcast), in
-// chunks of a whole slot (measured at 4 ranks; at 2 the fast runs above were 256 KiB chunks): 256
-// KiB chunks against 64 KiB ones, 2 alternating runs, 4 ranks, heap buffers, 512 KiB-64 MiB, 9-21%
-// less time at each size (2 MiB 490 against 608 us, 16 MiB 5.5 against 6.0 ms; BENCHMARKS.md, "Zen
-// 2: the 4-rank broadcast streams").
+// On Zen 2, a broadcast at 2-4 ranks streams where the direct form would run
+// (streamsInPlaceOfDirect), in chunks of a whole slot (measured at 4 ranks; at 2 ranks the runs
+// under choosesAt, below, used them): 256 KiB chunks against 64 KiB ones, 2 alternating runs, 4
+// ranks, heap buffers, 512 KiB-64 MiB, 9-21% less time at each size (2 MiB 490 against 608 us, 16
+// MiB 5.5 against 6.0 ms; BENCHMARKS.md, "Zen 2: the 4-rank broadcast streams").
 SlotUse slotUse(Collective collective, int ranks) {
   static const int chunkKib = envInt("FTCOMM_INLINE_CHUNK_KIB", 0);
   static const bool zen5 = transport::amdZen5OrLater();
@@ -102,7 +102,7 @@ SlotUse slotUse(Collective collective, int ranks) {
 //     alternating runs: 1 MiB 250 against 266 us, 2 MiB 454 against 519, 512 KiB 122 against
 //     133), and with buffers from allocMem, which the readers map, direct was 3.5-4.5x faster
 //     (1 MiB 58-73 against 216-247 us); at 256 KiB heap buffers still streamed faster (50
-//     against 69 us); on Zen 2 it streams again, in larger chunks (streamsBroadcast);
+//     against 69 us); on Zen 2 it streams again, in larger chunks (streamsInPlaceOfDirect);
 //   - a 2-rank broadcast goes direct (the inline form) as soon as the registry allows it, as on
 //     Intel: streamed, it read 0.55-0.68x OpenMPI from 128 KiB to 2 MiB (and 0.1-0.2x in a
 //     run in streaming's slow mode), direct 0.86-1.19x (1 MiB: 88-104 against 138-190 us;
@@ -189,7 +189,7 @@ SlotUse slotUse(Collective collective, int ranks) {
 
 // The bands past inlineLimit that still run inline, streamed in place of the direct form: a
 // broadcast on Intel (the comment above) and on Zen 2 at 2 and 4 ranks to 64 MiB, at 3 ranks to
-// 4 MiB.
+// 4 MiB; on Zen 2 at 2 ranks an allgather and all-to-all from 512 KiB to 64 MiB (below).
 // There a root whose buffer the peers map lends it whole (InlineChunking::lends), as the direct
 // form reads it.
 //

@@ -38,7 +38,7 @@ class LendChoice {
   };
   // This call's choice for `bytes`.
   Choice choose(std::size_t bytes);
-  // What a measured call of `bytes` took, from its start to its root's return.
+  // What a measured call of `bytes` took, from its start to its return on this member.
   void record(std::size_t bytes, bool lent, std::chrono::steady_clock::duration took);
 
   // A size class goes kRun calls each way, first the way that won at the nearest size measured

@@ -9,6 +9,18 @@
 using namespace ftcomm::testing;
 using namespace std::chrono_literals;
 
+namespace {
+
+// The environment of a 2-rank job whose members choose between lending and copying on any
+// processor (FTCOMM_INLINE_CHOOSE=1), with `lend` ("FTCOMM_INLINE_LEND=0" or "=1") settling it.
+std::vector<std::string> choosing(const std::string& lend) {
+  std::vector<std::string> env = {"FTCOMM_INLINE_CHOOSE=1"};
+  if (!lend.empty()) env.push_back(lend);
+  return env;
+}
+
+}  // namespace
+
 TEST_CASE("shared memory: FTCOMM_TRANSPORT other than auto, ucx or shm fails creation naming it") {
   auto results = run("p2p", 2, {"FTCOMM_TRANSPORT=bogus"});
   for (const auto& result : results) {
@@ -181,9 +193,7 @@ TEST_CASE(
       {"mixed", ""},
       {"allocmem", ""}};
   for (const auto& [memory, lend] : settings) {
-    std::vector<std::string> env = {"FTCOMM_INLINE_CHOOSE=1"};
-    if (!lend.empty()) env.push_back(lend);
-    for (const auto& result : runWithMemory(memory, "streamed-broadcast", 2, env)) {
+    for (const auto& result : runWithMemory(memory, "streamed-broadcast", 2, choosing(lend))) {
       INFO(memory << " memory, " << (lend.empty() ? "chosen" : lend) << ": " << result);
       REQUIRE_THAT(result, Catch::StartsWith("OK"));
       const bool heapLends = memory != "allocmem" && lend != "FTCOMM_INLINE_LEND=0";
@@ -229,9 +239,8 @@ TEST_CASE(
   // The root chooses per call (FTCOMM_INLINE_CHOOSE=1), or always lends its heap buffer to
   // be read with cross-memory attach (FTCOMM_INLINE_LEND=1), or always copies it (=0).
   for (const std::string lend : {"", "FTCOMM_INLINE_LEND=1", "FTCOMM_INLINE_LEND=0"}) {
-    std::vector<std::string> env = {"FTCOMM_INLINE_CHOOSE=1"};
-    if (!lend.empty()) env.push_back(lend);
-    auto results = runWithMemory("heap", "killed-root", 2, env, {}, /*keepSurvivors=*/true);
+    auto results =
+        runWithMemory("heap", "killed-root", 2, choosing(lend), {}, /*keepSurvivors=*/true);
     INFO((lend.empty() ? "chosen" : lend) << ": " << results[0]);
     CHECK_THAT(results[0], Catch::StartsWith("OK failed_at="));
     CHECK(results[0].find("rank 1 failed") != std::string::npos);
@@ -254,9 +263,7 @@ TEST_CASE(
       {"heap", "FTCOMM_INLINE_LEND=0"},
       {"mixed", ""}};
   for (const auto& [memory, lend] : settings) {
-    std::vector<std::string> env = {"FTCOMM_INLINE_CHOOSE=1"};
-    if (!lend.empty()) env.push_back(lend);
-    for (const auto& result : runWithMemory(memory, "collectives", 2, env)) {
+    for (const auto& result : runWithMemory(memory, "collectives", 2, choosing(lend))) {
       INFO(memory << " memory, " << (lend.empty() ? "chosen" : lend));
       CHECK_THAT(result, Catch::StartsWith("OK"));
     }
