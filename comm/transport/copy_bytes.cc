@@ -1,6 +1,6 @@
 // The copies behind copyBytes on AMD processors (copy_bytes.h): before Zen 5 the AVX2 loop where
 // the processor has AVX2, else memcpy in 2 KiB pieces; on Zen 5, from 1 MiB, memcpy in pieces
-// short enough for glibc's `rep movsb`.
+// short enough for glibc's `rep movsb`; and copyAroundCache.
 #include "transport/copy_bytes.h"
 
 #include "transport/copy_bytes_avx2.h"
@@ -49,3 +49,17 @@ void copyOnAmd(void* to, const void* from, std::size_t bytes) {
 }
 
 }  // namespace ftcomm::transport::detail
+
+namespace ftcomm::transport {
+
+void copyAroundCache(void* to, const void* from, std::size_t bytes) {
+#if defined(FTCOMM_COPY_AVX2)
+  if (bytes >= 128 && detail::avx2Copies()) {
+    detail::copyAvx2AroundCache(to, from, bytes);
+    return;
+  }
+#endif
+  std::memcpy(to, from, bytes);
+}
+
+}  // namespace ftcomm::transport

@@ -73,4 +73,13 @@ inline void copyBytes(void* to, const void* from, std::size_t bytes) {
   detail::copyOnAmd(to, from, bytes);
 }
 
+// A copy whose stores go around the cache (non-temporal), into memory that another core reads
+// next: a plain store must first take the line back from the core that read it last, which on
+// some VMs costs more than the copy (a 1 MiB copy into lines the other vCPU had just read: 223
+// us with plain stores against 59 around the cache, and 93 against 68 us for the other to read
+// it; Zen 2, at the slow hand-over; BENCHMARKS.md, "Zen 2: posts copied around the cache").
+// The AVX2 loop with non-temporal stores where the processor has AVX2, else memcpy. The stores
+// are done (fenced) when it returns.
+void copyAroundCache(void* to, const void* from, std::size_t bytes);
+
 }  // namespace ftcomm::transport

@@ -1,7 +1,7 @@
-// The bulk copy (transport/copy_bytes.h) and its AVX2 loop against the bytes they should write:
-// sizes on either side of every threshold, sources and destinations at every offset within a
-// cache line, and the bytes around the destination left alone; and the processor family that
-// chooses between them, against the kernel's.
+// The bulk copy (transport/copy_bytes.h), the copy around the cache and their AVX2 loops against
+// the bytes they should write: sizes on either side of every threshold, sources and destinations at
+// every offset within a cache line, and the bytes around the destination left alone; and the
+// processor family that chooses between them, against the kernel's.
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -81,6 +81,16 @@ TEST_CASE("the AMD copy, which processors before Zen 5 take, copies every size i
   }
 }
 
+TEST_CASE("the copy around the cache copies every size at every alignment", "[copy]") {
+  // Its AVX2 loop of non-temporal stores where the processor has AVX2, memcpy elsewhere.
+  for (std::size_t bytes : kSizes) {
+    if (bytes > (1u << 20) + 1) continue;
+    for (std::size_t from = 0; from < 64; from += 9)
+      for (std::size_t to = 0; to < 64; to += 5)
+        checkCopy(ftcomm::transport::copyAroundCache, bytes, from, to);
+  }
+}
+
 TEST_CASE("the copy in rep movsb pieces, which Zen 5 takes from 1 MiB, copies every size",
           "[copy]") {
   // copyBytes takes it only on those processors; here it runs wherever the tests do.
@@ -105,19 +115,27 @@ TEST_CASE("processorFamily reads the family that the kernel reports", "[copy]") 
   WARN("no cpu family in /proc/cpuinfo: nothing to compare with");
 }
 
-TEST_CASE("the AVX2 copy loop copies every size from 128 bytes at every alignment", "[copy]") {
+TEST_CASE(
+    "the AVX2 copy loops, plain and around the cache, copy every size from 128 bytes at "
+    "every alignment",
+    "[copy]") {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2")) {
     WARN("this processor has no AVX2: the loop is never run here");
     return;
   }
-  for (std::size_t bytes = 128; bytes <= 1100; bytes += 1)
+  for (std::size_t bytes = 128; bytes <= 1100; bytes += 1) {
     checkCopy(ftcomm::transport::detail::copyAvx2, bytes, bytes % 37, bytes % 61);
+    checkCopy(ftcomm::transport::detail::copyAvx2AroundCache, bytes, bytes % 41, bytes % 59);
+  }
   for (std::size_t bytes : kSizes) {
     if (bytes < 128 || bytes > (1u << 20)) continue;
     for (std::size_t from = 0; from < 64; from += 7)
       for (std::size_t to = 0; to < 64; to += 5)
         checkCopy(ftcomm::transport::detail::copyAvx2, bytes, from, to);
+    for (std::size_t from = 0; from < 64; from += 11)
+      for (std::size_t to = 0; to < 64; to += 3)
+        checkCopy(ftcomm::transport::detail::copyAvx2AroundCache, bytes, from, to);
   }
 }
 #endif
