@@ -5,8 +5,9 @@
 #include <string>
 
 #include "algorithms/reduction.h"
+#include "core/environment.h"
 #include "core/inline_posts.h"
-#include "core/lend_choice.h"
+#include "core/post_choice.h"
 #include "transport/copy_bytes.h"
 
 namespace ftcomm::detail {
@@ -65,9 +66,26 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   lendable_ = lendable();
   const Lending lending = lendable_ ? mayLend() : Lending::kNo;
   lends_ = lending == Lending::kYes;
-  if (lending == Lending::kChoose) {
-    const LendChoice::Choice choice = lendChoice().choose(inputBytes());
-    lends_ = choice.lend;
+  if (lending == Lending::kChoose || (!lends_ && choosesCopy())) {
+    // FTCOMM_INLINE_AROUND_CACHE: 1 copies around the cache, 0 with plain stores, wherever
+    // members choose how to copy; unset, they choose (for measuring, and the tests).
+    static const int around = envInt("FTCOMM_INLINE_AROUND_CACHE", -1);
+    using Way = PostChoice::Way;
+    // An allgather or all-to-all that may lend chooses between lending and plain copies only:
+    // with copies around the cache among its ways too, its members chose apart more often, and
+    // from 2 MiB it lost (2 ranks, slow hand-over, allgather 2-16 MiB 0.57-0.84x OpenMPI against
+    // 0.93-0.98x, 3 alternating runs; what copying around the cache gained there at most, forced,
+    // was 1.02-1.14x against 0.96-0.99x at 512 KiB-4 MiB).
+    const bool exchanges =
+        collective_ == Collective::kAllGather || collective_ == Collective::kAllToAll;
+    const unsigned copies = around == 1 ? PostChoice::bit(Way::kCopyAroundCache)
+                            : around == 0 || (exchanges && lending == Lending::kChoose)
+                                ? PostChoice::bit(Way::kCopy)
+                                : PostChoice::kCopies;
+    const unsigned ways = copies | (lending == Lending::kChoose ? PostChoice::bit(Way::kLend) : 0);
+    const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways);
+    way_ = choice.way;
+    lends_ = way_ == PostChoice::Way::kLend;
     measured_ = choice.measure;
     if (measured_) began_ = std::chrono::steady_clock::now();
   }
@@ -75,14 +93,19 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   if (lends_ && progress_ != nullptr) progress_->setAlgorithm("inline (lent)");
 }
 
-LendChoice& InlineCollective::lendChoice() const {
-  switch (collective_) {
-    case Collective::kAllGather:
-      return LendChoice::process(LendChoice::Kind::kAllGather);
-    case Collective::kAllToAll:
-      return LendChoice::process(LendChoice::Kind::kAllToAll);
-    default:
-      return LendChoice::process(LendChoice::Kind::kBroadcast);
+bool InlineCollective::choosesCopy() const {
+  if (!plan_.choosesCopy || plan_.direct || inHead_ || plan_.block == 0 || keepsInput())
+    return false;
+  const Posts posts = *postsOf(collective_);
+  return posts == Posts::kInput || posts == Posts::kBlocks ||
+         (posts == Posts::kRoot && rank_ == args_.root);
+}
+
+void InlineCollective::copyIn(std::byte* into, const std::byte* from, std::size_t bytes) const {
+  if (way_ == PostChoice::Way::kCopyAroundCache) {
+    transport::copyAroundCache(into, from, bytes);
+  } else {
+    transport::copyBytes(into, from, bytes);
   }
 }
 
@@ -167,13 +190,13 @@ void InlineCollective::post() {
   } else if (length > 0 &&
              (posts == Posts::kInput || (posts == Posts::kRoot && rank_ == args_.root))) {
     // A broadcast's data is in its one buffer (send and recv are the same).
-    transport::copyBytes(into, in + offset, length);
+    copyIn(into, in + offset, length);
   } else if (length > 0 && posts == Posts::kBlocks) {
     // This chunk of every block, packed; this member's own block only where it reads the post.
     for (int p = 0; p < n_; ++p) {
       if (p == rank_ && readsOwnInput_) continue;
       const auto at = static_cast<std::size_t>(p);
-      transport::copyBytes(into + at * length, in + at * plan_.block + offset, length);
+      copyIn(into + at * length, in + at * plan_.block + offset, length);
     }
   }
   slot.seq = seq_;
@@ -305,7 +328,8 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
   const bool done = !lends_ || consumedByPeers(index_ - 1);
   if (done && measured_) {
     measured_ = false;
-    lendChoice().record(inputBytes(), lends_, std::chrono::steady_clock::now() - began_);
+    PostChoice::process(collective_)
+        .record(inputBytes(), way_, std::chrono::steady_clock::now() - began_);
   }
   return done;
 }

@@ -32,6 +32,7 @@
 #include "algorithms/collective_task.h"
 #include "algorithms/direct/staging.h"
 #include "algorithms/registry.h"
+#include "core/post_choice.h"
 #include "recorder/op_progress.h"
 #include "transport/op_signature.h"
 #include "transport/shm/shm_domain.h"
@@ -73,8 +74,12 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
 // `chooses`: one that `lends`, in which a member whose input the peers cannot map (a broadcast's
 // root, an allgather's or all-to-all's members) may lend it too (read with cross-memory attach,
 // whole where every member lends, as the direct form does) or copy it through the slots, call by
-// call, whichever it measured faster (LendChoice). Where the direct form's read and streaming
-// each win in some runs (2 ranks on Zen 2: inline_plan.cc).
+// call, whichever of those it measured fastest (PostChoice). Where the direct form's read and
+// streaming each win in some runs (2 ranks on Zen 2: inline_plan.cc).
+//
+// `choosesCopy`: a member that copies its input into its slots chooses, call by call, between
+// plain stores and stores around the cache, whichever it measured faster (PostChoice; 2 ranks on
+// Zen 2: inline_plan.cc). Every member chooses for itself: a post reads the same either way.
 struct InlineChunking {
   std::uint64_t chunks = 0;
   std::size_t block = 0;  // bytes of the input, or of one block
@@ -82,6 +87,7 @@ struct InlineChunking {
   bool direct = false;
   bool lends = false;
   bool chooses = false;
+  bool choosesCopy = false;
 };
 // `peersReadable`: this process may read the peers' memory (the direct form needs it).
 InlineChunking inlineChunking(algorithms::Collective collective, std::size_t count, DataType dtype,
@@ -90,8 +96,6 @@ InlineChunking inlineChunking(algorithms::Collective collective, std::size_t cou
 // Writes this member's announcement for collective `seq`, which it runs with messages.
 void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
                         const transport::OpSignature& signature);
-
-class LendChoice;
 
 class InlineCollective {
  public:
@@ -157,11 +161,14 @@ class InlineCollective {
   // writes what its peers read meanwhile; an all-to-all, or an allgather at 2 ranks, unless
   // FTCOMM_INLINE_LEND says otherwise (inline_lend.cc). kChoose: a member (a broadcast's root,
   // an allgather's or all-to-all's) whose input the peers cannot map, where the plan lets it
-  // choose (InlineChunking::chooses): LendChoice decides per call.
+  // choose (InlineChunking::chooses): PostChoice decides per call.
   enum class Lending { kNo, kYes, kChoose };
   Lending mayLend() const;
-  // Where this kind of collective's choices are kept (kChoose).
-  LendChoice& lendChoice() const;
+  // This member copies its input into its slots, and the plan lets it choose how
+  // (InlineChunking::choosesCopy).
+  bool choosesCopy() const;
+  // Copies a piece of this member's input into its slot, the way chosen (way_).
+  void copyIn(std::byte* into, const std::byte* from, std::size_t bytes) const;
   // In the first round of a lendable broadcast, allgather or all-to-all: every member whose
   // post carries data lends (mayLend). Then each reads its whole result straight from the
   // lenders' buffers at once, as the direct form does, and the other rounds are skipped (one
@@ -198,7 +205,9 @@ class InlineCollective {
   bool inHead_;    // the posts fit in their slots' first lines (InlineSlot::head)
   bool lendable_;  // lendable(), decided once
   bool lends_;     // mayLend(), decided once
-  // This member's choice came from LendChoice, which measures this call: what it took goes back.
+  // How this member posts (lends_ where it lends).
+  PostChoice::Way way_ = PostChoice::Way::kCopy;
+  // This member's choice came from PostChoice, which measures this call: what it took goes back.
   bool measured_ = false;
   std::chrono::steady_clock::time_point began_;
   bool whole_ = false;   // lendsWhole(), decided in the first round

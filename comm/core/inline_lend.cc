@@ -118,7 +118,7 @@ InlineCollective::Lending InlineCollective::mayLend() const {
   if (writesInput) return Lending::kNo;
   if (shm::MappableMemory::process().listed(args_.send, sendBytes)) return Lending::kYes;
   // Memory that the peers read with cross-memory attach: lent only where the plan lets members
-  // choose (LendChoice; FTCOMM_INLINE_LEND=1 always).
+  // choose (PostChoice; FTCOMM_INLINE_LEND=1 always).
   if (!plan_.chooses) return Lending::kNo;
   return lendSetting == 1 ? Lending::kYes : Lending::kChoose;
 }

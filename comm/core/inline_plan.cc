@@ -213,7 +213,7 @@ SlotUse slotUse(Collective collective, int ranks) {
 // At 2 ranks on Zen 2 a broadcast streams from 32 KiB to 64 MiB, in 256 KiB chunks, and a root
 // whose buffer the peer cannot map chooses, call by call, between lending it (the peer reads it
 // whole with process_vm_readv, as the direct form did) and copying it through its slot
-// (InlineChunking::chooses, LendChoice). Neither wins every run: the VM moves a line from one
+// (InlineChunking::chooses, PostChoice). Neither wins every run: the VM moves a line from one
 // vCPU to the other either fast (0.04 us, ftcomm-bench-handover) or slowly (0.19-0.25 us), from
 // one minute to the next, and a copy through the slots is read from lines the other vCPU has
 // just written (the lent buffer was written long before). Heap
@@ -250,6 +250,28 @@ bool choosesAt(Collective collective, int ranks, std::size_t total) {
       collective == Collective::kAllGather || collective == Collective::kAllToAll;
   const bool moves = collective == Collective::kBroadcast || (exchanges && total >= kExchangesFrom);
   return moves && ranks == 2 && (setting == 1 || (setting < 0 && transport::amdZen2()));
+}
+
+// At 2 ranks on Zen 2 a member that copies its input into its slots chooses, call by call,
+// between plain stores and stores around the cache (InlineChunking::choosesCopy, PostChoice),
+// from 8 KiB of input or result. At the slow hand-over a plain store into a line that the other
+// vCPU read the round before first takes the line back from it, which costs more than the copy;
+// stores around the cache do not (a 1 MiB copy 223 us plain against 59 around the cache). At the
+// fast one plain stores are faster (a 1 MiB broadcast copied through the slots 53 us against 80).
+// 2 ranks, heap buffers, 2026-12-04 20:10-20:25 UTC, the slow hand-over, around the cache
+// (FTCOMM_INLINE_NT=1 of a throwaway build) against plain, medians of 3 runs (BENCHMARKS.md,
+// "Zen 2: posts copied around the cache"):
+//   - allreduce 16-256 KiB 3.4-35 us against 5.7-74 (1.24-2.11x OpenMPI -> 2.47-3.49x);
+//   - reduce-scatter 16-256 KiB 2.4-18 us against 2.9-36; reduce 16 KiB-1 MiB 2.0-86 us against
+//     3.4-189 (0.70-0.94x -> 1.48-2.10x);
+//   - broadcast copied through the slots 1 MiB 69 us against 221 (0.59x -> 1.99x), 16 MiB 1.57
+//     ms against 3.73 (1.49x); lent, it took 149 us (0.88x);
+//   - 4 KiB: the same either way, so it starts at 8 KiB.
+// FTCOMM_INLINE_CHOOSE=1 lets members choose so on any processor, 0 on none, as above.
+bool choosesCopyAt(int ranks, std::size_t total) {
+  static const int setting = envInt("FTCOMM_INLINE_CHOOSE", -1);
+  constexpr std::size_t kFrom = std::size_t{8} << 10;
+  return ranks == 2 && total >= kFrom && (setting == 1 || (setting < 0 && transport::amdZen2()));
 }
 
 bool streamsInPlaceOfDirect(Collective collective, int ranks, std::size_t total) {
@@ -360,6 +382,7 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   const bool blocks = *posts == Posts::kBlocks;
   plan.lends = inPlaceOfDirect && overridden <= 0;
   plan.chooses = plan.lends && peersReadable && choosesAt(collective, ranks, total);
+  plan.choosesCopy = choosesCopyAt(ranks, total);
   const SlotUse use = slotUse(collective, ranks);
   if (bytes <= use.whole) {  // one chunk (and no divisions: this runs on every call)
     plan.step = std::max(plan.block, es);

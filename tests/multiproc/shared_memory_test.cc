@@ -11,11 +11,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The environment of a 2-rank job whose members choose between lending and copying on any
-// processor (FTCOMM_INLINE_CHOOSE=1), with `lend` ("FTCOMM_INLINE_LEND=0" or "=1") settling it.
-std::vector<std::string> choosing(const std::string& lend) {
+// The environment of a 2-rank job whose members choose how to post (PostChoice: copies plain or
+// around the cache, or lending) on any processor (FTCOMM_INLINE_CHOOSE=1), with `setting`
+// ("FTCOMM_INLINE_LEND=0" or "=1", "FTCOMM_INLINE_AROUND_CACHE=0" or "=1") settling part of it.
+std::vector<std::string> choosing(const std::string& setting) {
   std::vector<std::string> env = {"FTCOMM_INLINE_CHOOSE=1"};
-  if (!lend.empty()) env.push_back(lend);
+  if (!setting.empty()) env.push_back(setting);
   return env;
 }
 
@@ -184,12 +185,14 @@ TEST_CASE(
     "faster, and the other member reads it either way") {
   // On Zen 2 (and anywhere with FTCOMM_INLINE_CHOOSE=1) a 2-rank broadcast past the inline
   // limit streams, and a heap root chooses per call between lending its buffer (read whole with
-  // cross-memory attach) and copying it through its slot (LendChoice): its first calls of a size
-  // go each way twice. FTCOMM_INLINE_LEND=1 lends every time, 0 never.
+  // cross-memory attach) and copying it through its slot, plain or around the cache
+  // (PostChoice): its first calls of a size go each way twice. FTCOMM_INLINE_LEND=1 lends every
+  // time, 0 never; FTCOMM_INLINE_AROUND_CACHE=1 copies around the cache when it copies.
   const std::vector<std::pair<std::string, std::string>> settings = {
       {"heap", ""},
       {"heap", "FTCOMM_INLINE_LEND=1"},
       {"heap", "FTCOMM_INLINE_LEND=0"},
+      {"heap", "FTCOMM_INLINE_AROUND_CACHE=1"},
       {"mixed", ""},
       {"allocmem", ""}};
   for (const auto& [memory, lend] : settings) {
@@ -237,8 +240,10 @@ TEST_CASE(
     "shared memory: a 2-rank broadcast's root killed while its heap buffer is lent or copied "
     "fails the other member, never with a wrong block") {
   // The root chooses per call (FTCOMM_INLINE_CHOOSE=1), or always lends its heap buffer to
-  // be read with cross-memory attach (FTCOMM_INLINE_LEND=1), or always copies it (=0).
-  for (const std::string lend : {"", "FTCOMM_INLINE_LEND=1", "FTCOMM_INLINE_LEND=0"}) {
+  // be read with cross-memory attach (FTCOMM_INLINE_LEND=1), or always copies it (=0), or
+  // copies it around the cache when it copies (FTCOMM_INLINE_AROUND_CACHE=1).
+  for (const std::string lend :
+       {"", "FTCOMM_INLINE_LEND=1", "FTCOMM_INLINE_LEND=0", "FTCOMM_INLINE_AROUND_CACHE=1"}) {
     auto results =
         runWithMemory("heap", "killed-root", 2, choosing(lend), {}, /*keepSurvivors=*/true);
     INFO((lend.empty() ? "chosen" : lend) << ": " << results[0]);
@@ -249,18 +254,22 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "shared memory: 2-rank broadcasts, allgathers and all-to-alls whose members choose per call "
-    "between lending and copying give every right result") {
+    "shared memory: 2-rank collectives whose members choose per call how to post (lent, copied, "
+    "copied around the cache) give every right result") {
   // FTCOMM_INLINE_CHOOSE=1 (as on Zen 2): past the inline limit the broadcast, and from 512 KiB
   // the allgather and all-to-all, stream, and each member whose buffer the other cannot map
   // lends it (read with cross-memory attach) or copies it through its slot, as it measured
-  // faster (LendChoice): the two members may choose differently, and each reads the other's
-  // part from where its post says. Every dtype, in place and not; heap buffers chosen, always
-  // lent, never lent, and mixed with allocMem ones.
+  // faster (PostChoice): the two members may choose differently, and each reads the other's
+  // part from where its post says. From 8 KiB every member that copies its input into its slots
+  // copies it plain or around the cache, as it measured faster. Every dtype, in place and not;
+  // heap buffers chosen, always lent, never lent, copied around the cache, plain, and mixed with
+  // allocMem ones.
   const std::vector<std::pair<std::string, std::string>> settings = {
       {"heap", ""},
       {"heap", "FTCOMM_INLINE_LEND=1"},
       {"heap", "FTCOMM_INLINE_LEND=0"},
+      {"heap", "FTCOMM_INLINE_AROUND_CACHE=1"},
+      {"heap", "FTCOMM_INLINE_AROUND_CACHE=0"},
       {"mixed", ""}};
   for (const auto& [memory, lend] : settings) {
     for (const auto& result : runWithMemory(memory, "collectives", 2, choosing(lend))) {
