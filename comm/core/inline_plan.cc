@@ -258,8 +258,8 @@ bool choosesAt(Collective collective, int ranks, std::size_t total) {
 // vCPU read the round before first takes the line back from it, which costs more than the copy;
 // stores around the cache do not (a 1 MiB copy 223 us plain against 59 around the cache). At the
 // fast one plain stores are faster (a 1 MiB broadcast copied through the slots 53 us against 80).
-// 2 ranks, heap buffers, 2026-12-04 20:10-20:25 UTC, the slow hand-over, around the cache
-// (FTCOMM_INLINE_NT=1 of a throwaway build) against plain, medians of 3 runs (BENCHMARKS.md,
+// 2 ranks, heap buffers, 2026-12-04 20:00-20:10 UTC, the slow hand-over, around the cache
+// (forced, in a throwaway build) against plain, medians of 2-3 runs (BENCHMARKS.md,
 // "Zen 2: posts copied around the cache"):
 //   - allreduce 16-256 KiB 3.4-35 us against 5.7-74 (1.24-2.11x OpenMPI -> 2.47-3.49x);
 //   - reduce-scatter 16-256 KiB 2.4-18 us against 2.9-36; reduce 16 KiB-1 MiB 2.0-86 us against
@@ -267,6 +267,12 @@ bool choosesAt(Collective collective, int ranks, std::size_t total) {
 //   - broadcast copied through the slots 1 MiB 69 us against 221 (0.59x -> 1.99x), 16 MiB 1.57
 //     ms against 3.73 (1.49x); lent, it took 149 us (0.88x);
 //   - 4 KiB: the same either way, so it starts at 8 KiB.
+// Chosen against plain copies only (FTCOMM_INLINE_AROUND_CACHE=0), 3 alternating runs at the
+// slow hand-over: allreduce 16-256 KiB 2.40-3.32x OpenMPI against 1.12-2.10x, reduce 16 KiB-2
+// MiB 1.40-2.05x against 0.66-0.94x, broadcast 256 KiB-16 MiB 1.52-2.03x against 0.92-0.97x; at
+// the fast one within 10% of plain copies at almost every size, since it copies plain there.
+// At 4 ranks around the cache won for some collectives and sizes and lost for others (the
+// 16-512 KiB allreduce 1.06-2.84x against 1.51-3.36x), so the choice stays at 2 ranks.
 // FTCOMM_INLINE_CHOOSE=1 lets members choose so on any processor, 0 on none, as above.
 bool choosesCopyAt(int ranks, std::size_t total) {
   static const int setting = envInt("FTCOMM_INLINE_CHOOSE", -1);
