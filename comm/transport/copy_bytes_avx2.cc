@@ -7,7 +7,20 @@
 
 namespace ftcomm::transport::detail {
 
-void copyAvx2(void* to, const void* from, std::size_t bytes) {
+namespace {
+
+// An aligned store of 32 bytes: through the cache, or around it (non-temporal).
+template <bool kAroundCache>
+inline void store(unsigned char* at, __m256i value) {
+  if constexpr (kAroundCache) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(at), value);
+  } else {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at), value);
+  }
+}
+
+template <bool kAroundCache>
+void copyLoop(void* to, const void* from, std::size_t bytes) {
   auto* d = static_cast<unsigned char*>(to);
   const auto* s = static_cast<const unsigned char*>(from);
   const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
@@ -24,45 +37,28 @@ void copyAvx2(void* to, const void* from, std::size_t bytes) {
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32));
     const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 64));
     const __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 96));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out), a);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32), b);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64), c);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out + 96), e);
+    store<kAroundCache>(out, a);
+    store<kAroundCache>(out + 32, b);
+    store<kAroundCache>(out + 64, c);
+    store<kAroundCache>(out + 96, e);
   }
   for (; out < end; out += 32, in += 32)
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out),
-                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
+    store<kAroundCache>(out, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
+  // Non-temporal stores are done before any store after the fence (the caller's post among
+  // them); the first and last 32 bytes go through the cache after it.
+  if constexpr (kAroundCache) _mm_sfence();
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), first);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(end), last);
 }
 
+}  // namespace
+
+void copyAvx2(void* to, const void* from, std::size_t bytes) {
+  copyLoop<false>(to, from, bytes);
+}
+
 void copyAvx2AroundCache(void* to, const void* from, std::size_t bytes) {
-  auto* d = static_cast<unsigned char*>(to);
-  const auto* s = static_cast<const unsigned char*>(from);
-  const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
-  const __m256i last = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + bytes - 32));
-  // As copyAvx2; the first and last 32 bytes go through the cache, after the fence, so that
-  // every store is done when this returns.
-  const std::size_t skip = 32 - (reinterpret_cast<std::uintptr_t>(d) & 31);
-  unsigned char* out = d + skip;
-  const unsigned char* in = s + skip;
-  unsigned char* const end = d + bytes - 32;
-  for (; out + 128 <= end; out += 128, in += 128) {
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32));
-    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 64));
-    const __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 96));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(out), a);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + 32), b);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + 64), c);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + 96), e);
-  }
-  for (; out < end; out += 32, in += 32)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(out),
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
-  _mm_sfence();
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), first);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(end), last);
+  copyLoop<true>(to, from, bytes);
 }
 
 }  // namespace ftcomm::transport::detail
