@@ -5,7 +5,6 @@
 #include <string>
 
 #include "algorithms/reduction.h"
-#include "core/environment.h"
 #include "core/inline_posts.h"
 #include "core/post_choice.h"
 #include "transport/copy_bytes.h"
@@ -66,23 +65,7 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   lendable_ = lendable();
   const Lending lending = lendable_ ? mayLend() : Lending::kNo;
   lends_ = lending == Lending::kYes;
-  if (lending == Lending::kChoose || (!lends_ && choosesCopy())) {
-    // FTCOMM_INLINE_AROUND_CACHE: 1 copies around the cache, 0 with plain stores, wherever
-    // members choose how to copy; unset, they choose (for measuring, and the tests).
-    static const int around = envInt("FTCOMM_INLINE_AROUND_CACHE", -1);
-    using Way = PostChoice::Way;
-    // An allgather or all-to-all that may lend chooses between lending and plain copies only:
-    // with copies around the cache among its ways too, its members chose apart more often, and
-    // from 2 MiB it lost (2 ranks, slow hand-over, allgather 2-16 MiB 0.57-0.84x OpenMPI against
-    // 0.93-0.98x, 3 alternating runs; what copying around the cache gained there at most, forced,
-    // was 1.02-1.14x against 0.96-0.99x at 512 KiB-4 MiB).
-    const bool exchanges =
-        collective_ == Collective::kAllGather || collective_ == Collective::kAllToAll;
-    const unsigned copies = around == 1 ? PostChoice::bit(Way::kCopyAroundCache)
-                            : around == 0 || (exchanges && lending == Lending::kChoose)
-                                ? PostChoice::bit(Way::kCopy)
-                                : PostChoice::kCopies;
-    const unsigned ways = copies | (lending == Lending::kChoose ? PostChoice::bit(Way::kLend) : 0);
+  if (const unsigned ways = choosableWays(lending); ways != 0) {
     const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways);
     way_ = choice.way;
     lends_ = way_ == PostChoice::Way::kLend;
@@ -91,14 +74,6 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   }
   readsOwnInput_ = readsOwnInput();
   if (lends_ && progress_ != nullptr) progress_->setAlgorithm("inline (lent)");
-}
-
-bool InlineCollective::choosesCopy() const {
-  if (!plan_.choosesCopy || plan_.direct || inHead_ || plan_.block == 0 || keepsInput())
-    return false;
-  const Posts posts = *postsOf(collective_);
-  return posts == Posts::kInput || posts == Posts::kBlocks ||
-         (posts == Posts::kRoot && rank_ == args_.root);
 }
 
 void InlineCollective::copyIn(std::byte* into, const std::byte* from, std::size_t bytes) const {

@@ -75,11 +75,11 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
 // root, an allgather's or all-to-all's members) may lend it too (read with cross-memory attach,
 // whole where every member lends, as the direct form does) or copy it through the slots, call by
 // call, whichever of those it measured fastest (PostChoice). Where the direct form's read and
-// streaming each win in some runs (2 ranks on Zen 2: inline_plan.cc).
+// streaming each win in some runs (2 ranks on Zen 2: inline_choosing.cc).
 //
 // `choosesCopy`: a member that copies its input into its slots chooses, call by call, between
 // plain stores and stores around the cache, whichever it measured faster (PostChoice; 2 ranks on
-// Zen 2: inline_plan.cc). Every member chooses for itself: a post reads the same either way.
+// Zen 2: inline_choosing.cc). Every member chooses for itself: a post reads the same either way.
 struct InlineChunking {
   std::uint64_t chunks = 0;
   std::size_t block = 0;  // bytes of the input, or of one block
@@ -167,6 +167,9 @@ class InlineCollective {
   // This member copies its input into its slots, and the plan lets it choose how
   // (InlineChunking::choosesCopy).
   bool choosesCopy() const;
+  // The ways (PostChoice bits) among which this member chooses how to post, given mayLend();
+  // 0 where it does not choose.
+  unsigned choosableWays(Lending lending) const;
   // Copies a piece of this member's input into its slot, the way chosen (way_).
   void copyIn(std::byte* into, const std::byte* from, std::size_t bytes) const;
   // In the first round of a lendable broadcast, allgather or all-to-all: every member whose

@@ -7,7 +7,8 @@
 // gained. An all-to-all (and at 2 ranks an allgather) lends by default, and so does a broadcast
 // streamed in place of the direct form (InlineChunking::lends); where every member lends, the
 // whole collective runs in its first round (InlineCollective::lendsWhole); the others lend only
-// with FTCOMM_INLINE_LEND=1 (mayLend says why).
+// with FTCOMM_INLINE_LEND=1 (mayLend says why). Where the plan lets a member choose how to post
+// (lend, copy plain, copy around the cache: PostChoice), choosableWays says among which.
 #include <algorithm>
 #include <iostream>
 
@@ -121,6 +122,34 @@ InlineCollective::Lending InlineCollective::mayLend() const {
   // choose (PostChoice; FTCOMM_INLINE_LEND=1 always).
   if (!plan_.chooses) return Lending::kNo;
   return lendSetting == 1 ? Lending::kYes : Lending::kChoose;
+}
+
+bool InlineCollective::choosesCopy() const {
+  if (!plan_.choosesCopy || plan_.direct || inHead_ || plan_.block == 0 || keepsInput())
+    return false;
+  const Posts posts = *postsOf(collective_);
+  return posts == Posts::kInput || posts == Posts::kBlocks ||
+         (posts == Posts::kRoot && rank_ == args_.root);
+}
+
+unsigned InlineCollective::choosableWays(Lending lending) const {
+  const bool mayLendToo = lending == Lending::kChoose;
+  if (!mayLendToo && (lending == Lending::kYes || !choosesCopy())) return 0;
+  // FTCOMM_INLINE_AROUND_CACHE: 1 copies around the cache, 0 with plain stores, wherever
+  // members choose how to copy; unset, they choose (for measuring, and the tests).
+  static const int around = envInt("FTCOMM_INLINE_AROUND_CACHE", -1);
+  using Way = PostChoice::Way;
+  // An allgather or all-to-all that may lend chooses between lending and plain copies only:
+  // with copies around the cache among its ways too, its members chose apart more often, and
+  // from 2 MiB it lost (2 ranks, slow hand-over, allgather 2-16 MiB 0.57-0.84x OpenMPI against
+  // 0.93-0.98x, 3 alternating runs; what copying around the cache gained there at most, forced,
+  // was 1.02-1.14x against 0.96-0.99x at 512 KiB-4 MiB).
+  const bool exchanges =
+      collective_ == Collective::kAllGather || collective_ == Collective::kAllToAll;
+  const unsigned copies = around == 1 ? PostChoice::bit(Way::kCopyAroundCache)
+                          : around == 0 || (exchanges && mayLendToo) ? PostChoice::bit(Way::kCopy)
+                                                                     : PostChoice::kCopies;
+  return copies | (mayLendToo ? PostChoice::bit(Way::kLend) : 0u);
 }
 
 bool InlineCollective::lendsWhole() const {

@@ -15,7 +15,7 @@
 // collectives, so each way's times are those of every member going that way.
 //
 // Used where the plan lets members choose (InlineChunking::chooses, choosesCopy: at 2 ranks on
-// Zen 2, inline_plan.cc says why).
+// Zen 2, inline_choosing.cc says why).
 //
 // Thread-safety: any thread.
 #pragma once
