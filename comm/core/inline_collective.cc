@@ -65,13 +65,24 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   lendable_ = lendable();
   const Lending lending = lendable_ ? mayLend() : Lending::kNo;
   lends_ = lending == Lending::kYes;
-  if (const unsigned ways = choosableWays(lending); ways != 0) {
-    const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways);
-    way_ = choice.way;
-    lends_ = way_ == PostChoice::Way::kLend;
+  if (lends_) way_ = PostChoice::Way::kLend;
+  agrees_ = agrees();
+  ways_ = choosableWays(lending);
+  // A member other than rank 0 that may lend or copy takes rank 0's way (takeLeadersWay).
+  followsLeader_ = agrees_ && rank_ != 0 && lending == Lending::kChoose;
+  if (ways_ != 0 && !followsLeader_) {
+    const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways_);
     measured_ = choice.measure;
     if (measured_) began_ = std::chrono::steady_clock::now();
+    takeWay(choice.way);
+  } else {
+    takeWay(way_);
   }
+}
+
+void InlineCollective::takeWay(PostChoice::Way way) {
+  way_ = way;
+  lends_ = way == PostChoice::Way::kLend;
   readsOwnInput_ = readsOwnInput();
   if (lends_ && progress_ != nullptr) progress_->setAlgorithm("inline (lent)");
 }
@@ -156,6 +167,11 @@ void InlineCollective::post() {
   const std::size_t offset = chunk_ * plan_.step, length = chunkBytes();
   const auto* in = static_cast<const std::byte*>(args_.send);
   std::byte* into = inHead_ ? slot.head : slot.payload;
+  if (agrees_ && rank_ == 0 && chunk_ == 0) {
+    // Before the copy: the peers wait for this, not for the post.
+    mine.chosen[slot_].store(index_ << 2 | static_cast<std::uint64_t>(way_),
+                             std::memory_order_release);
+  }
   if (lendable_) slot.lent.streamed = lends_ ? 1 : 0;  // read by takeLent() only
   if (plan_.direct || lends_) {
     slot.lent.sendAddress = reinterpret_cast<std::uint64_t>(args_.send);
@@ -225,6 +241,10 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
       return false;
     }
     if (!posted_) {
+      if (followsLeader_) {
+        Result<bool> taken = takeLeadersWay();
+        if (!taken.ok() || !*taken) return taken;
+      }
       if (!mayPost()) return false;
       post();
     }

@@ -8,8 +8,9 @@
 // whose posts are large (lendable), lends where it can instead (inline_lend.cc; every collective
 // with FTCOMM_INLINE_LEND=1): a member whose input is allocMem memory, which the peers map, posts
 // its send buffer's address and no data, the peers read its chunks straight from there (one copy
-// instead of two), and it returns once they have read the last one. Each member decides alone;
-// a reader takes each peer's chunk from wherever that peer's post says it is. Where every
+// instead of two), and it returns once they have read the last one. Each member decides alone
+// (but where members choose per call whether to lend: agrees()); a reader takes each peer's
+// chunk from wherever that peer's post says it is. Where every
 // member lends, they all read everything in the first round (lendsWhole).
 //
 // Every member waits for every post, even a broadcast's root, which reads nothing: the posts
@@ -170,6 +171,17 @@ class InlineCollective {
   // The ways (PostChoice bits) among which this member chooses how to post, given mayLend();
   // 0 where it does not choose.
   unsigned choosableWays(Lending lending) const;
+  // An allgather or all-to-all whose members may choose to lend (InlineChunking::chooses): they
+  // take one way, rank 0's. Chosen apart, a member that lends and one that copies each read the
+  // other's part chunk by chunk instead of whole, and each measured its own way slow while the
+  // other's looked fast, so that they could go on choosing apart. The same on every member.
+  bool agrees() const;
+  // How this member posts from here: `way` (lends_, readsOwnInput_).
+  void takeWay(PostChoice::Way way);
+  // A member that follows rank 0 (followsLeader_): takes the way rank 0 wrote before its first
+  // post (InlineArea::chosen), or chooses alone where rank 0 posted without writing one (its
+  // settings differ). False until either is there.
+  Result<bool> takeLeadersWay();
   // Copies a piece of this member's input into its slot, the way chosen (way_).
   void copyIn(std::byte* into, const std::byte* from, std::size_t bytes) const;
   // In the first round of a lendable broadcast, allgather or all-to-all: every member whose
@@ -210,6 +222,9 @@ class InlineCollective {
   bool lends_;     // mayLend(), decided once
   // How this member posts (lends_ where it lends).
   PostChoice::Way way_ = PostChoice::Way::kCopy;
+  unsigned ways_ = 0;  // choosableWays(): among which it chooses, none where it does not
+  bool agrees_ = false;
+  bool followsLeader_ = false;  // takes rank 0's way before its first post (agrees())
   // This member's choice came from PostChoice, which measures this call: what it took goes back.
   bool measured_ = false;
   std::chrono::steady_clock::time_point began_;

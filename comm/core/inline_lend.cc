@@ -139,17 +139,57 @@ unsigned InlineCollective::choosableWays(Lending lending) const {
   // members choose how to copy; unset, they choose (for measuring, and the tests).
   static const int around = envInt("FTCOMM_INLINE_AROUND_CACHE", -1);
   using Way = PostChoice::Way;
-  // An allgather or all-to-all that may lend chooses between lending and plain copies only:
-  // with copies around the cache among its ways too, its members chose apart more often, and
-  // from 2 MiB it lost (2 ranks, slow hand-over, allgather 2-16 MiB 0.57-0.84x OpenMPI against
-  // 0.93-0.98x, 3 alternating runs; what copying around the cache gained there at most, forced,
-  // was 1.02-1.14x against 0.96-0.99x at 512 KiB-4 MiB).
+  // An allgather or all-to-all that may lend chooses among all three ways below 4 MiB of result,
+  // and between lending and plain copies from there. Its members take rank 0's way (agrees());
+  // before they did, with all three ways they chose apart and lost from 2 MiB (0.57-0.84x
+  // OpenMPI against 0.93-0.98x). At 2 ranks, slow hand-over, 2026-12-04, forced around the
+  // cache, allgather 1-4 MiB 1.08-1.09x against 0.98x lent (3 alternating runs), the same from
+  // 8 MiB (0.99-1.01x). Three ways agreed against two chosen apart (the code before), 6 and 10
+  // alternating runs, medians: allgather 512 KiB-2 MiB 0.99-1.10x against 0.94-0.98x,
+  // all-to-all 1.00-1.04x against 0.95-0.99x; from 8 MiB 0.84-0.94x against 0.93-0.99x, where
+  // a run makes few calls of a size and trying a third way cost more than it found.
+  constexpr std::size_t kExchangesAroundBelow = std::size_t{4} << 20;
   const bool exchanges =
       collective_ == Collective::kAllGather || collective_ == Collective::kAllToAll;
+  const bool plainOnly =
+      around == 0 || (exchanges && mayLendToo &&
+                      static_cast<std::size_t>(n_) * plan_.block >= kExchangesAroundBelow);
   const unsigned copies = around == 1 ? PostChoice::bit(Way::kCopyAroundCache)
-                          : around == 0 || (exchanges && mayLendToo) ? PostChoice::bit(Way::kCopy)
-                                                                     : PostChoice::kCopies;
+                          : plainOnly ? PostChoice::bit(Way::kCopy)
+                                      : PostChoice::kCopies;
   return copies | (mayLendToo ? PostChoice::bit(Way::kLend) : 0u);
+}
+
+bool InlineCollective::agrees() const {
+  return lendable_ && plan_.chooses &&
+         (collective_ == Collective::kAllGather || collective_ == Collective::kAllToAll);
+}
+
+Result<bool> InlineCollective::takeLeadersWay() {
+  const shm::InlineArea& leader = *group_.areas[0];
+  // The post first: rank 0 writes its way before its post, so a post seen without it is one
+  // that came with none.
+  const bool posted = leader.slots[slot_].index.load(std::memory_order_acquire) == index_;
+  const std::uint64_t said = leader.chosen[slot_].load(std::memory_order_acquire);
+  using Way = PostChoice::Way;
+  if (said != 0 && said >> 2 == index_) {
+    auto way = static_cast<Way>(said & 3);
+    if ((ways_ & PostChoice::bit(way)) == 0) {  // a copy this member does not make
+      way = (ways_ & PostChoice::bit(Way::kCopy)) != 0 ? Way::kCopy : Way::kCopyAroundCache;
+    }
+    takeWay(way);
+  } else if (posted) {
+    const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways_);
+    measured_ = choice.measure;
+    if (measured_) began_ = std::chrono::steady_clock::now();
+    takeWay(choice.way);
+  } else {
+    // Rank 0 may run this collective with messages: a Mismatch rather than a wait in vain.
+    FTCOMM_RETURN_IF_ERROR(checkAnnounced(0));
+    return false;
+  }
+  followsLeader_ = false;
+  return true;
 }
 
 bool InlineCollective::lendsWhole() const {

@@ -11,8 +11,9 @@
 // the fastest way, and tries the others now and then. The peers read each member's part from
 // where its post says (InlineCollective::takeLent, lendsWhole), and a post's bytes are the same
 // however they were stored, so the members need not agree beforehand, and every way gives the
-// same bits. The members mostly choose alike: they count the same calls and time the same
-// collectives, so each way's times are those of every member going that way.
+// same bits. Where more than one member may lend (an allgather or all-to-all), the others take
+// rank 0's way (InlineCollective::agrees): chosen apart, a member that lends and one that copies
+// each measured its own way slow and the other's fast, and could go on choosing apart for good.
 //
 // Used where the plan lets members choose (InlineChunking::chooses, choosesCopy: at 2 ranks on
 // Zen 2, inline_choosing.cc says why).

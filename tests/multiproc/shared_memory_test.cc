@@ -259,11 +259,11 @@ TEST_CASE(
   // FTCOMM_INLINE_CHOOSE=1 (as on Zen 2): past the inline limit the broadcast, and from 512 KiB
   // the allgather and all-to-all, stream, and each member whose buffer the other cannot map
   // lends it (read with cross-memory attach) or copies it through its slot, as it measured
-  // faster (PostChoice): the two members may choose differently, and each reads the other's
-  // part from where its post says. From 8 KiB every member that copies its input into its slots
-  // copies it plain or around the cache, as it measured faster. Every dtype, in place and not;
-  // heap buffers chosen, always lent, never lent, copied around the cache, plain, and mixed with
-  // allocMem ones.
+  // faster (PostChoice; in an allgather or all-to-all rank 1 takes rank 0's way), and each reads
+  // the other's part from where its post says. From 8 KiB every member that copies its input into
+  // its slots copies it plain or around the cache, as it measured faster. Every dtype, in place and
+  // not; heap buffers chosen, always lent, never lent, copied around the cache, plain, and mixed
+  // with allocMem ones.
   const std::vector<std::pair<std::string, std::string>> settings = {
       {"heap", ""},
       {"heap", "FTCOMM_INLINE_LEND=1"},
@@ -277,4 +277,19 @@ TEST_CASE(
       CHECK_THAT(result, Catch::StartsWith("OK"));
     }
   }
+}
+
+TEST_CASE(
+    "shared memory: the members of a 2-rank allgather or all-to-all that may lend take rank 0's "
+    "way of posting, and lend whole when it lends") {
+  // Rank 1 copies only around the cache (the scenario sets FTCOMM_INLINE_AROUND_CACHE=1 on it):
+  // choosing alone, it would lend at its 3rd and 4th call where rank 0 copies. Following rank 0,
+  // both copy at the first 4 calls (rank 0 tries plain copies, then copies around the cache),
+  // both lend whole at the 5th and 6th, and then take the same way at every call.
+  const auto results = run("agreed-exchanges", 2, {"FTCOMM_INLINE_CHOOSE=1"});
+  REQUIRE(results.size() == 2);
+  for (const auto& result : results) {
+    CHECK_THAT(result, Catch::Matches("OK allgather CCCCWW[CW]{6} alltoall CCCCWW[CW]{6}"));
+  }
+  CHECK(results[0] == results[1]);
 }

@@ -69,6 +69,10 @@ struct alignas(64) InlineArea {
   // and signature.
   alignas(64) std::atomic<std::uint64_t> announced{0};
   std::atomic<std::uint64_t> announcedSignature[3] = {};
+  // Rank 0's way of posting the collective whose first round is in each slot, where the members
+  // of an exchange agree on it (core/inline_collective.h, followsLeader_): index << 2 | way
+  // (core/post_choice.h, PostChoice::Way), written before that round's post.
+  std::atomic<std::uint64_t> chosen[2] = {};
   InlineSlot slots[2];
 };
 
