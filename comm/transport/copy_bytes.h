@@ -7,10 +7,21 @@
 // cache line) in 2 KiB memcpy pieces, what this file did until 2026-12-02, and 38-43 us through
 // an AVX2 loop at every offset; the reader of a 256 KiB buffer took 86, 16 and 6.5 us
 // (docs/BENCHMARKS.md, "rep movsb and lines another core just wrote"). So on AMD before Zen 5,
-// copies from 2 KiB to 16 MiB go through the AVX2 loop (copy_bytes_avx2.cc) where the processor
-// has AVX2, and through 2 KiB memcpy pieces where it does not; from 16 MiB glibc's own loop,
-// which writes around the cache, is as fast or faster. On Zen 5 (family 0x1a) it is the other
-// way round: `rep movsb` is the fast copy of such lines (the same 1 MiB hand-over: memcpy
+// copies from 2 KiB to 4 MiB go through the AVX2 loop (copy_bytes_avx2.cc) where the processor
+// has AVX2, and through 2 KiB memcpy pieces where it does not; from 4 MiB through the AVX2 loop
+// whose stores go around the cache (copyAroundCache). 16 MiB and glibc's memcpy until
+// 2026-12-04, which wrote around the cache from there on the Zen 3 VMs; on the Zen 2 VM (2
+// vCPUs) of that day its memcpy does not, and where a copy's source and destination together
+// outgrow the L3, stores around the cache are faster than plain ones, since they do not first
+// read each line they write: one process copying between the same two buffers again and again,
+// 8 MiB 422 us around the cache against 967 plain and 889 with memcpy, 16 MiB 1418 against 2199
+// and 2324; 4 MiB, where both fit, 208 against 143 and 162. In the collectives (2 ranks, heap,
+// 4 alternating runs, ftcomm / OpenMPI), whose largest copies are a member's own block of an
+// allgather or all-to-all read direct: allgather 8-64 MiB 1.13-1.43x against 1.04-1.13x,
+// all-to-all 8-64 MiB 1.07-1.16x against 0.93-0.98x, reduce 8-64 MiB 1.34-1.68x against
+// 1.16-1.45x; allreduce and reduce-scatter the same within the noise, and at 4 ranks the same
+// or better (BENCHMARKS.md, "Zen 2: large copies around the cache"). On Zen 5 (family 0x1a) it is
+// the other way round: `rep movsb` is the fast copy of such lines (the same 1 MiB hand-over: memcpy
 // 20-44 us, the AVX2 loop 24-151 us, glibc's vector loop without `rep movsb` 31-155 us; "Zen 5"
 // in BENCHMARKS.md), so every copy there goes to memcpy, and one from glibc's 1 MiB limit for
 // `rep movsb` on goes in 512 KiB memcpy pieces: a 2 MiB copy between heap buffers 17% faster than
@@ -41,9 +52,10 @@ void copyInRepMovsbPieces(void* to, const void* from, std::size_t bytes);
 }  // namespace detail
 
 inline constexpr std::size_t kLoopFromBytes = 2048;
-inline constexpr std::size_t kLoopBelowBytes = std::size_t{16} << 20;
+inline constexpr std::size_t kAroundCacheFromBytes = std::size_t{4} << 20;
 
-// Whether copies from kLoopFromBytes to kLoopBelowBytes go to copyOnAmd: AMD before Zen 5.
+// Whether copies from kLoopFromBytes go to copyOnAmd, and from kAroundCacheFromBytes to
+// copyAroundCache: AMD before Zen 5.
 inline bool loopCopies() {
   static const bool loop = amdProcessor() && !amdZen5OrLater();
   return loop;
@@ -61,18 +73,6 @@ inline bool pieceCopies() {
   return pieces;
 }
 
-inline void copyBytes(void* to, const void* from, std::size_t bytes) {
-  if (bytes >= kRepMovsbBelowBytes && pieceCopies()) {
-    detail::copyInRepMovsbPieces(to, from, bytes);
-    return;
-  }
-  if (bytes < kLoopFromBytes || bytes >= kLoopBelowBytes || !loopCopies()) {
-    std::memcpy(to, from, bytes);
-    return;
-  }
-  detail::copyOnAmd(to, from, bytes);
-}
-
 // A copy whose stores go around the cache (non-temporal), into memory that another core reads
 // next: a plain store must first take the line back from the core that read it last, which on
 // some VMs costs more than the copy (a 1 MiB copy into lines the other vCPU had just read: 223
@@ -81,5 +81,21 @@ inline void copyBytes(void* to, const void* from, std::size_t bytes) {
 // The AVX2 loop with non-temporal stores where the processor has AVX2, else memcpy. The stores
 // are done (fenced) when it returns.
 void copyAroundCache(void* to, const void* from, std::size_t bytes);
+
+inline void copyBytes(void* to, const void* from, std::size_t bytes) {
+  if (bytes >= kRepMovsbBelowBytes && pieceCopies()) {
+    detail::copyInRepMovsbPieces(to, from, bytes);
+    return;
+  }
+  if (bytes < kLoopFromBytes || !loopCopies()) {
+    std::memcpy(to, from, bytes);
+    return;
+  }
+  if (bytes >= kAroundCacheFromBytes) {
+    copyAroundCache(to, from, bytes);
+    return;
+  }
+  detail::copyOnAmd(to, from, bytes);
+}
 
 }  // namespace ftcomm::transport

@@ -57,6 +57,9 @@ const std::vector<std::size_t> kSizes = {0,
                                          1 << 20,
                                          (1 << 20) + 1,
                                          (3u << 19) + 5,
+                                         (4u << 20) - 1,
+                                         4u << 20,
+                                         (4u << 20) + 1,
                                          (16u << 20) - 1,
                                          16u << 20};
 
@@ -64,7 +67,7 @@ const std::vector<std::size_t> kSizes = {0,
 
 TEST_CASE("copyBytes copies every size at every alignment and writes nothing else", "[copy]") {
   for (std::size_t bytes : kSizes) {
-    const std::size_t step = bytes > (1u << 20) ? 21 : 1;  // the 16 MiB sizes at fewer offsets
+    const std::size_t step = bytes > (1u << 20) ? 21 : 1;  // the 4-16 MiB sizes at fewer offsets
     for (std::size_t from = 0; from < 64; from += step * 5)
       for (std::size_t to = 0; to < 64; to += step * 3) checkCopy(copyBytes, bytes, from, to);
   }
