@@ -18,7 +18,12 @@ Status InlineCollective::readPeers() {
     if (block == 0) return Status::Ok();
     const auto at = static_cast<std::size_t>(peer);
     const shm::Loan loan{group_.channels[at], group_.areas[at]->slots[slot_].lent.loanMark};
-    return group_.domain->readMember(group_.members[at], into, from, block, loan);
+    // A broadcast's read is the whole collective; an allgather's or all-to-all's is one block of
+    // several.
+    const shm::ShmDomain::Copy copy = collective_ == Collective::kBroadcast
+                                          ? &transport::copyBytes
+                                          : &transport::copyPartOfLargeMove;
+    return group_.domain->readMember(group_.members[at], into, from, block, loan, copy);
   };
   auto* out = static_cast<std::byte*>(args_.recv);
   if (collective_ == Collective::kBroadcast) {
@@ -34,8 +39,8 @@ Status InlineCollective::readPeers() {
       staged_ = algorithms::Staging::take(block * static_cast<std::size_t>(n_));
       target = staged_.get();
     } else if (block > 0) {
-      transport::copyBytes(out + self * block,
-                           static_cast<const std::byte*>(args_.send) + self * block, block);
+      transport::copyPartOfLargeMove(
+          out + self * block, static_cast<const std::byte*>(args_.send) + self * block, block);
     }
     for (int i = 1; i < n_; ++i) {  // starting with the next rank, as the allgather does
       const int p = (rank_ + i) % n_;
@@ -47,7 +52,7 @@ Status InlineCollective::readPeers() {
   // Allgather: this member's block, then each peer's, starting with the next rank (so that the
   // peers do not all read from rank 0 first).
   std::byte* own = out + self * block;
-  if (args_.send != own && block > 0) transport::copyBytes(own, args_.send, block);
+  if (args_.send != own && block > 0) transport::copyPartOfLargeMove(own, args_.send, block);
   for (int i = 1; i < n_; ++i) {
     const int p = (rank_ + i) % n_;
     FTCOMM_RETURN_IF_ERROR(read(p, out + static_cast<std::size_t>(p) * block, address(p)));

@@ -8,28 +8,25 @@
 // an AVX2 loop at every offset; the reader of a 256 KiB buffer took 86, 16 and 6.5 us
 // (docs/BENCHMARKS.md, "rep movsb and lines another core just wrote"). So on AMD before Zen 5,
 // copies from 2 KiB to 4 MiB go through the AVX2 loop (copy_bytes_avx2.cc) where the processor
-// has AVX2, and through 2 KiB memcpy pieces where it does not; from 4 MiB through the AVX2 loop
+// has AVX2, and through 2 KiB memcpy pieces where it does not; from 6 MiB through the AVX2 loop
 // whose stores go around the cache (copyAroundCache). 16 MiB and glibc's memcpy until
 // 2026-12-04, which wrote around the cache from there on the Zen 3 VMs; on the Zen 2 VM (2
 // vCPUs) of that day its memcpy does not, and where a copy's source and destination together
 // outgrow the L3, stores around the cache are faster than plain ones, since they do not first
 // read each line they write: one process copying between the same two buffers again and again,
-// 8 MiB 422 us around the cache against 967 plain and 889 with memcpy, 16 MiB 1418 against 2199
-// and 2324; 4 MiB, where both fit, 208 against 143 and 162. In the collectives (2 ranks, heap,
-// 4 alternating runs, ftcomm / OpenMPI), whose largest copies are a member's own block of an
-// allgather or all-to-all read direct: allgather 8-64 MiB 1.13-1.43x against 1.04-1.13x,
-// all-to-all 8-64 MiB 1.07-1.16x against 0.93-0.98x, reduce 8-64 MiB 1.34-1.68x against
-// 1.16-1.45x; allreduce and reduce-scatter the same within the noise, and at 4 ranks the same
-// or better (BENCHMARKS.md, "Zen 2: large copies around the cache"). On Zen 5 (family 0x1a) it is
-// the other way round: `rep movsb` is the fast copy of such lines (the same 1 MiB hand-over: memcpy
-// 20-44 us, the AVX2 loop 24-151 us, glibc's vector loop without `rep movsb` 31-155 us; "Zen 5"
-// in BENCHMARKS.md), so every copy there goes to memcpy, and one from glibc's 1 MiB limit for
-// `rep movsb` on goes in 512 KiB memcpy pieces: a 2 MiB copy between heap buffers 17% faster than
-// glibc's vector loop, 3-8 MiB 3-6%, 16-32 MiB 13-19%; the direct 2-rank allgather, whose own
-// block is such a copy, 2-5% faster at 2-8 MiB (0.88-0.94x OpenMPI -> 0.94-0.98x; "rep movsb on
-// Zen 5 from 1 MiB" in BENCHMARKS.md). On Intel,
-// whose `rep movsb` (ERMS, FSRM) is glibc's fastest copy, every copy goes to memcpy: 15-30% faster
-// than pieces from 32 KiB to 1 MiB on the Xeon (Sapphire Rapids) VMs of 2026-12-01.
+// 6 MiB 284 us around the cache against 348 plain and 365 with memcpy, 8 MiB 422 against 967 and
+// 889, 16 MiB 1418 against 2199 and 2324; 5 MiB 236 against 204, 4 MiB 184-208 against 120-143.
+// Within a collective whose buffers together outgrow the L3, copyPartOfLargeMove goes around
+// the cache from 4 MiB. BENCHMARKS.md, "Zen 2: large copies around the cache". On Zen 5 (family
+// 0x1a) it is the other way round: `rep movsb` is the fast copy of such lines (the same 1 MiB
+// hand-over: memcpy 20-44 us, the AVX2 loop 24-151 us, glibc's vector loop without `rep movsb`
+// 31-155 us; "Zen 5" in BENCHMARKS.md), so every copy there goes to memcpy, and one from glibc's 1
+// MiB limit for `rep movsb` on goes in 512 KiB memcpy pieces: a 2 MiB copy between heap buffers 17%
+// faster than glibc's vector loop, 3-8 MiB 3-6%, 16-32 MiB 13-19%; the direct 2-rank allgather,
+// whose own block is such a copy, 2-5% faster at 2-8 MiB (0.88-0.94x OpenMPI -> 0.94-0.98x; "rep
+// movsb on Zen 5 from 1 MiB" in BENCHMARKS.md). On Intel, whose `rep movsb` (ERMS, FSRM) is glibc's
+// fastest copy, every copy goes to memcpy: 15-30% faster than pieces from 32 KiB to 1 MiB on the
+// Xeon (Sapphire Rapids) VMs of 2026-12-01.
 //
 // Thread-safety: a function.
 #pragma once
@@ -52,7 +49,8 @@ void copyInRepMovsbPieces(void* to, const void* from, std::size_t bytes);
 }  // namespace detail
 
 inline constexpr std::size_t kLoopFromBytes = 2048;
-inline constexpr std::size_t kAroundCacheFromBytes = std::size_t{4} << 20;
+inline constexpr std::size_t kAroundCacheFromBytes = std::size_t{6} << 20;
+inline constexpr std::size_t kPartAroundCacheFromBytes = std::size_t{4} << 20;
 
 // Whether copies from kLoopFromBytes go to copyOnAmd, and from kAroundCacheFromBytes to
 // copyAroundCache: AMD before Zen 5.
@@ -96,6 +94,20 @@ inline void copyBytes(void* to, const void* from, std::size_t bytes) {
     return;
   }
   detail::copyOnAmd(to, from, bytes);
+}
+
+// One copy of a collective that moves several times as many bytes meanwhile: a member's own
+// block of an allgather or all-to-all beside the peers' blocks it reads. Their buffers together
+// outgrow the L3 before this copy's would alone, so on AMD before Zen 5 it goes around the cache
+// from kPartAroundCacheFromBytes: the 2-rank heap allgather of 8 MiB (4 MiB blocks) read
+// 1.16-1.23x OpenMPI against 0.97-1.03x with plain stores; of 4 MiB (2 MiB blocks) 0.95x against
+// 0.99x around the cache, so not below.
+inline void copyPartOfLargeMove(void* to, const void* from, std::size_t bytes) {
+  if (bytes >= kPartAroundCacheFromBytes && loopCopies()) {
+    copyAroundCache(to, from, bytes);
+    return;
+  }
+  copyBytes(to, from, bytes);
 }
 
 }  // namespace ftcomm::transport

@@ -60,6 +60,9 @@ const std::vector<std::size_t> kSizes = {0,
                                          (4u << 20) - 1,
                                          4u << 20,
                                          (4u << 20) + 1,
+                                         (6u << 20) - 1,
+                                         6u << 20,
+                                         (6u << 20) + 1,
                                          (16u << 20) - 1,
                                          16u << 20};
 
@@ -92,6 +95,15 @@ TEST_CASE("the copy around the cache copies every size at every alignment", "[co
       for (std::size_t to = 0; to < 64; to += 5)
         checkCopy(ftcomm::transport::copyAroundCache, bytes, from, to);
   }
+}
+
+TEST_CASE("a copy that is part of a larger move copies every size around its threshold", "[copy]") {
+  // Around the cache from 4 MiB on AMD before Zen 5, copyBytes elsewhere and below.
+  constexpr std::size_t kFrom = ftcomm::transport::kPartAroundCacheFromBytes;
+  for (std::size_t bytes : {std::size_t{4096}, kFrom - 1, kFrom, kFrom + 1, kFrom + 4093})
+    for (std::size_t from = 0; from < 64; from += 27)
+      for (std::size_t to = 0; to < 64; to += 31)
+        checkCopy(ftcomm::transport::copyPartOfLargeMove, bytes, from, to);
 }
 
 TEST_CASE("the copy in rep movsb pieces, which Zen 5 takes from 1 MiB, copies every size",

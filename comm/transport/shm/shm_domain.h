@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "transport/copy_bytes.h"
 #include "transport/shm/mappable_memory.h"
 #include "transport/shm/shm_segment.h"
 #include "transport/transport.h"
@@ -107,9 +108,11 @@ class ShmDomain {
   Status readPeer(int peer, void* into, std::uint64_t address, std::size_t bytes, Loan loan);
   // The same for a local `member`, from any thread without the mutex: it looks only at the
   // member's pid and segment (fixed once connected) and leaves a failure to the pidfd watch
-  // (PeerFailed when the process is gone).
-  Status readMember(int member, void* into, std::uint64_t address, std::size_t bytes,
-                    Loan loan) const;
+  // (PeerFailed when the process is gone). `copy` copies out of a mapping: a part of a larger
+  // move (transport::copyPartOfLargeMove) where the caller reads this beside others.
+  using Copy = void (*)(void*, const void*, std::size_t);
+  Status readMember(int member, void* into, std::uint64_t address, std::size_t bytes, Loan loan,
+                    Copy copy = &transport::copyBytes) const;
   // `bytes` at `address` of local `member`'s memory, mapped here (Transport::viewPeer); null
   // data unless the member got it from allocMem. Any thread, like readMember; a read through it
   // is checked with checkLoan afterwards.

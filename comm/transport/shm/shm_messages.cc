@@ -268,10 +268,10 @@ Status ShmDomain::readPeer(int peer, void* into, std::uint64_t address, std::siz
 }
 
 Status ShmDomain::readMember(int member, void* into, std::uint64_t address, std::size_t bytes,
-                             Loan loan) const {
+                             Loan loan, Copy copy) const {
   const Peer& lender = peers_[static_cast<std::size_t>(member)];
   if (const transport::PeerView view = viewMember(member, address, bytes); view.data != nullptr) {
-    transport::copyBytes(into, view.data, bytes);
+    copy(into, view.data, bytes);
     return checkLoan(member, loan);
   }
   const int error = readFromProcess(lender.pid, into, address, bytes);
