@@ -219,11 +219,11 @@ class InlineCollective {
   int next_ = 0;   // ranks before it have posted the current chunk
   bool inHead_;    // the posts fit in their slots' first lines (InlineSlot::head)
   bool lendable_;  // lendable(), decided once
-  bool lends_;     // mayLend(), decided once
+  bool lends_;     // by mayLend(), or by the way taken (takeWay) before the first post
   // How this member posts (lends_ where it lends).
   PostChoice::Way way_ = PostChoice::Way::kCopy;
-  unsigned ways_ = 0;  // choosableWays(): among which it chooses, none where it does not
-  bool agrees_ = false;
+  unsigned ways_ = 0;           // choosableWays(): among which it chooses, none where it does not
+  bool agrees_ = false;         // agrees(), decided once
   bool followsLeader_ = false;  // takes rank 0's way before its first post (agrees())
   // This member's choice came from PostChoice, which measures this call: what it took goes back.
   bool measured_ = false;
