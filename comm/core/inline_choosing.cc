@@ -41,11 +41,11 @@ bool twoRanksChoose(int ranks) {
 // A root whose buffer comes from allocMem lends it whole, as it was read direct: 3 alternating
 // runs, 32 KiB-64 MiB, the same within the noise (1 MiB 36.9 against 43.4 us).
 // The allgather and all-to-all at 2 ranks on Zen 2 stream from 512 KiB (of the whole result, or
-// input) too, rank 0 choosing for both (InlineCollective::agrees); they go direct below, where the choosing
-// cost more than it gained (32 KiB 3.9-4.0 us against 3.5-3.6 direct, 64 KiB 5.4-5.9 against
-// 5.0-5.2, in both modes). Copying gains less than for a broadcast, since each member copies its
-// block in and the other's out: at the fast hand-over all-to-all 1.31-1.46x at 512 KiB-2 MiB
-// (0.78-0.84x at 4 MiB), allgather 1.03-1.33x at 512 KiB-16 MiB, against 0.91-1.07x direct; at
+// input) too, rank 0 choosing for both (InlineCollective::agrees); they go direct below, where the
+// choosing cost more than it gained (32 KiB 3.9-4.0 us against 3.5-3.6 direct, 64 KiB 5.4-5.9
+// against 5.0-5.2, in both modes). Copying gains less than for a broadcast, since each member
+// copies its block in and the other's out: at the fast hand-over all-to-all 1.31-1.46x at 512 KiB-2
+// MiB (0.78-0.84x at 4 MiB), allgather 1.03-1.33x at 512 KiB-16 MiB, against 0.91-1.07x direct; at
 // the slow one 0.49-0.82x. Chosen, alternating with direct (BENCHMARKS.md, "Zen 2: allgather and
 // all-to-all choose too"): at the fast hand-over all-to-all 1.14-1.36x at 512 KiB-2 MiB and
 // 0.96-0.99x at 4-8 MiB (one run), allgather 1.06-1.28x at 2-4 MiB and 1.09-1.15x at 16-64 MiB

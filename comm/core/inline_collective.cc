@@ -71,13 +71,17 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   // A member other than rank 0 that may lend or copy takes rank 0's way (takeLeadersWay).
   followsLeader_ = agrees_ && rank_ != 0 && lending == Lending::kChoose;
   if (ways_ != 0 && !followsLeader_) {
-    const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways_);
-    measured_ = choice.measure;
-    if (measured_) began_ = std::chrono::steady_clock::now();
-    takeWay(choice.way);
+    chooseWay();
   } else {
     takeWay(way_);
   }
+}
+
+void InlineCollective::chooseWay() {
+  const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways_);
+  measured_ = choice.measure;
+  if (measured_) began_ = std::chrono::steady_clock::now();
+  takeWay(choice.way);
 }
 
 void InlineCollective::takeWay(PostChoice::Way way) {

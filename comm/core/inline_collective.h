@@ -178,6 +178,8 @@ class InlineCollective {
   bool agrees() const;
   // How this member posts from here: `way` (lends_, readsOwnInput_).
   void takeWay(PostChoice::Way way);
+  // Takes the way PostChoice chooses among ways_ for this call, which it then measures.
+  void chooseWay();
   // A member that follows rank 0 (followsLeader_): takes the way rank 0 wrote before its first
   // post (InlineArea::chosen), or chooses alone where rank 0 posted without writing one (its
   // settings differ). False until either is there.

@@ -179,10 +179,7 @@ Result<bool> InlineCollective::takeLeadersWay() {
     }
     takeWay(way);
   } else if (posted) {
-    const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways_);
-    measured_ = choice.measure;
-    if (measured_) began_ = std::chrono::steady_clock::now();
-    takeWay(choice.way);
+    chooseWay();
   } else {
     // Rank 0 may run this collective with messages: a Mismatch rather than a wait in vain.
     FTCOMM_RETURN_IF_ERROR(checkAnnounced(0));
