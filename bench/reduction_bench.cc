@@ -1,7 +1,9 @@
 // ftcomm-bench-reduction: the reduction kernels' throughput (algorithms/reduction_isa.h), each
 // type's sum and max in every build this processor runs, side by side: in cache (128 KiB per
 // buffer) and from memory (32 MiB). Prints GB/s of output, the median of repeated batches (the
-// builds' batches alternate), and the AVX2 build's ratio to the baseline.
+// builds' batches alternate), and the AVX2 build's ratio to the baseline; then the best build
+// with its stores around the cache (kernels::Stores, reduceFromAroundCache) and its ratio to the
+// same build's plain stores.
 //
 //   ftcomm-bench-reduction [--batches B]
 #include <algorithm>
@@ -30,7 +32,12 @@ double median(std::vector<double> v) {
 // GB/s of output of out = a OP b over `bytes` in each build of `builds`: the median of
 // `batches` batches of about 20 ms each, the builds' batches alternating so that the machine's
 // noise moves them alike.
-std::vector<double> throughput(const std::vector<kernels::Isa>& builds, DataType type, ReduceOp op,
+struct Variant {
+  kernels::Isa isa;
+  kernels::Stores stores;
+};
+
+std::vector<double> throughput(const std::vector<Variant>& builds, DataType type, ReduceOp op,
                                std::size_t bytes, int batches) {
   std::vector<std::byte> a(bytes), b(bytes), out(bytes);
   // 0x3c bytes are finite, normal numbers in every floating type (1.05 as float16, 0.0115 as
@@ -38,8 +45,8 @@ std::vector<double> throughput(const std::vector<kernels::Isa>& builds, DataType
   std::memset(a.data(), 0x3c, bytes);
   std::memset(b.data(), 0x3c, bytes);
   const std::size_t count = bytes / dataTypeSize(type);
-  auto once = [&](kernels::Isa isa) {
-    kernels::reduce(isa, type, op, out.data(), a.data(), b.data(), count);
+  auto once = [&](const Variant& v) {
+    kernels::reduce(v.isa, type, op, out.data(), a.data(), b.data(), count, v.stores);
   };
   once(builds.front());
   const auto probe = Clock::now();
@@ -83,11 +90,18 @@ int main(int argc, char** argv) {
     }
     batches = static_cast<int>(*value);
   }
-  std::vector<kernels::Isa> builds{kernels::Isa::kBaseline};
-  if (kernels::bestIsa() != kernels::Isa::kBaseline) builds.push_back(kernels::bestIsa());
-  std::printf("# GB/s of output, median of %d batches; builds: baseline%s\n", batches,
-              builds.size() > 1 ? ", avx2 (AVX2 and F16C)" : " (the processor has no AVX2+F16C)");
-  std::printf("%-9s %-4s %9s %10s %10s %7s\n", "type", "op", "buffer", "baseline", "avx2", "ratio");
+  const kernels::Isa best = kernels::bestIsa();
+  const bool avx2 = best != kernels::Isa::kBaseline;
+  std::vector<Variant> builds{{kernels::Isa::kBaseline, kernels::Stores::kPlain}};
+  if (avx2) builds.push_back({best, kernels::Stores::kPlain});
+  builds.push_back({best, kernels::Stores::kAroundCache});
+  std::printf(
+      "# GB/s of output, median of %d batches; builds: baseline%s; around: the %s build's "
+      "stores around the cache (ratio to its plain stores)\n",
+      batches, avx2 ? ", avx2 (AVX2 and F16C)" : " (the processor has no AVX2+F16C)",
+      avx2 ? "avx2" : "baseline");
+  std::printf("%-9s %-4s %9s %10s %10s %7s %10s %7s\n", "type", "op", "buffer", "baseline", "avx2",
+              "ratio", "around", "ratio");
   for (DataType type : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
                         DataType::kFloat16, DataType::kBFloat16}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
@@ -95,8 +109,13 @@ int main(int argc, char** argv) {
         const std::vector<double> rate = throughput(builds, type, op, bytes, batches);
         std::printf("%-9s %-4s %8zuK %10.2f", std::string(dataTypeName(type)).c_str(),
                     std::string(reduceOpName(op)).c_str(), bytes >> 10, rate[0]);
-        if (builds.size() > 1) std::printf(" %10.2f %7.2f", rate[1], rate[1] / rate[0]);
-        std::printf("\n");
+        if (avx2) {
+          std::printf(" %10.2f %7.2f", rate[1], rate[1] / rate[0]);
+        } else {
+          std::printf(" %10s %7s", "-", "-");
+        }
+        const double plain = rate[rate.size() - 2];
+        std::printf(" %10.2f %7.2f\n", rate.back(), rate.back() / plain);
         std::fflush(stdout);
       }
     }

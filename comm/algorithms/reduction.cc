@@ -13,7 +13,7 @@ constexpr std::size_t kSmallCount = 64;
 
 #if defined(FTCOMM_REDUCTION_AVX2)
 void reduceAvx2(DataType type, ReduceOp op, void* out, const void* a, const void* b,
-                std::size_t count);
+                std::size_t count, Stores stores);
 void divideAvx2(DataType type, void* data, std::size_t count, int contributors);
 #endif
 
@@ -31,12 +31,12 @@ Isa bestIsa() {
 }
 
 void reduce(Isa isa, DataType type, ReduceOp op, void* out, const void* a, const void* b,
-            std::size_t count) {
+            std::size_t count, Stores stores) {
 #if defined(FTCOMM_REDUCTION_AVX2)
-  if (isa == Isa::kAvx2) return reduceAvx2(type, op, out, a, b, count);
+  if (isa == Isa::kAvx2) return reduceAvx2(type, op, out, a, b, count, stores);
 #endif
   (void)isa;
-  reduceAny(type, op, out, a, b, count);
+  reduceAny(type, op, out, a, b, count, stores);
 }
 
 void divide(Isa isa, DataType type, void* data, std::size_t count, int contributors) {
@@ -77,6 +77,13 @@ Status reduceFrom(DataType type, ReduceOp op, void* out, const void* a, const vo
   } else {
     kernels::reduce(kernels::bestIsa(), type, op, out, a, b, count);
   }
+  return Status::Ok();
+}
+
+Status reduceFromAroundCache(DataType type, ReduceOp op, void* out, const void* a, const void* b,
+                             std::size_t count) {
+  FTCOMM_RETURN_IF_ERROR(checkReduction(type, op));
+  kernels::reduce(kernels::bestIsa(), type, op, out, a, b, count, kernels::Stores::kAroundCache);
   return Status::Ok();
 }
 

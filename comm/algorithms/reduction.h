@@ -25,6 +25,13 @@ Status reduceInto(DataType type, ReduceOp op, void* inout, const void* in, std::
 Status reduceFrom(DataType type, ReduceOp op, void* out, const void* a, const void* b,
                   std::size_t count);
 
+// reduceFrom whose stores go around the cache (non-temporal): for the last step of a reduction
+// whose result outgrows the cache, which plain stores would first read from memory
+// (reduction_kernels.h, combineAroundCache). float16 and bfloat16 store plainly. The stores are
+// done (fenced) when it returns.
+Status reduceFromAroundCache(DataType type, ReduceOp op, void* out, const void* a, const void* b,
+                             std::size_t count);
+
 // Divides each element by `contributors` (AVG's last step); floating types only.
 Status finishAverage(DataType type, void* data, std::size_t count, int contributors);
 

@@ -15,8 +15,8 @@
 namespace ftcomm::algorithms::kernels {
 
 void reduceAvx2(DataType type, ReduceOp op, void* out, const void* a, const void* b,
-                std::size_t count) {
-  reduceAny(type, op, out, a, b, count);
+                std::size_t count, Stores stores) {
+  reduceAny(type, op, out, a, b, count, stores);
 }
 
 void divideAvx2(DataType type, void* data, std::size_t count, int contributors) {

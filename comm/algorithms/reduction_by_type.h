@@ -14,27 +14,28 @@
 namespace ftcomm::algorithms::kernels {
 namespace {  // NOLINT(google-build-namespaces): one copy per instruction set (reduction_kernels.h)
 
-// out[i] = a[i] OP b[i] for `type`; the combination was checked (checkReduction).
+// out[i] = a[i] OP b[i] for `type`; the combination was checked (checkReduction). float16 and
+// bfloat16 store plainly whatever `stores` says (their loops are their own: reduction_float16.h).
 void reduceAny(DataType type, ReduceOp op, void* out, const void* a, const void* b,
-               std::size_t count) {
+               std::size_t count, Stores stores = Stores::kPlain) {
   switch (type) {
     case DataType::kInt8:
-      reduceAs<std::int8_t>(op, out, a, b, count);
+      reduceAs<std::int8_t>(op, out, a, b, count, stores);
       return;
     case DataType::kUint8:
-      reduceAs<std::uint8_t>(op, out, a, b, count);
+      reduceAs<std::uint8_t>(op, out, a, b, count, stores);
       return;
     case DataType::kInt32:
-      reduceAs<std::int32_t>(op, out, a, b, count);
+      reduceAs<std::int32_t>(op, out, a, b, count, stores);
       return;
     case DataType::kUint32:
-      reduceAs<std::uint32_t>(op, out, a, b, count);
+      reduceAs<std::uint32_t>(op, out, a, b, count, stores);
       return;
     case DataType::kInt64:
-      reduceAs<std::int64_t>(op, out, a, b, count);
+      reduceAs<std::int64_t>(op, out, a, b, count, stores);
       return;
     case DataType::kUint64:
-      reduceAs<std::uint64_t>(op, out, a, b, count);
+      reduceAs<std::uint64_t>(op, out, a, b, count, stores);
       return;
     case DataType::kFloat16:
       reduceHalf(op, static_cast<std::uint16_t*>(out), static_cast<const std::uint16_t*>(a),
@@ -45,10 +46,10 @@ void reduceAny(DataType type, ReduceOp op, void* out, const void* a, const void*
                      static_cast<const std::uint16_t*>(b), count);
       return;
     case DataType::kFloat32:
-      reduceAs<float>(op, out, a, b, count);
+      reduceAs<float>(op, out, a, b, count, stores);
       return;
     case DataType::kFloat64:
-      reduceAs<double>(op, out, a, b, count);
+      reduceAs<double>(op, out, a, b, count, stores);
       return;
   }
 }

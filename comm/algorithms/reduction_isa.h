@@ -15,13 +15,17 @@ namespace ftcomm::algorithms::kernels {
 
 enum class Isa { kBaseline, kAvx2 };
 
+// How a kernel writes its output: with plain stores, or around the cache (non-temporal stores,
+// a line at a time), for a result too large to stay in the cache (reduceFromAroundCache).
+enum class Stores { kPlain, kAroundCache };
+
 // The best build this processor runs.
 Isa bestIsa();
 
 // reduceFrom and finishAverage without their checks, in the build `isa` names (which the
 // processor must run: bestIsa, or kBaseline).
 void reduce(Isa isa, DataType type, ReduceOp op, void* out, const void* a, const void* b,
-            std::size_t count);
+            std::size_t count, Stores stores = Stores::kPlain);
 void divide(Isa isa, DataType type, void* data, std::size_t count, int contributors);
 
 }  // namespace ftcomm::algorithms::kernels

@@ -13,7 +13,7 @@ fi
 defined=$(nm --defined-only --extern-only "$object" | awk '{print $NF}' | sort)
 expected=$(printf '%s\n' \
   _ZN6ftcomm10algorithms7kernels10divideAvx2ENS_8DataTypeEPvmi \
-  _ZN6ftcomm10algorithms7kernels10reduceAvx2ENS_8DataTypeENS_8ReduceOpEPvPKvS6_m | sort)
+  _ZN6ftcomm10algorithms7kernels10reduceAvx2ENS_8DataTypeENS_8ReduceOpEPvPKvS6_mNS1_6StoresE | sort)
 if [ "$defined" != "$expected" ]; then
   echo "avx2_symbols: $object defines other global symbols than its two kernels:" >&2
   printf '%s\n' "$defined" | grep -vxF "$expected" | c++filt >&2 || true

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "algorithms/reduction.h"
@@ -78,6 +79,39 @@ std::vector<kernels::Isa> builds() {
 
 const char* nameOf(kernels::Isa isa) {
   return isa == kernels::Isa::kBaseline ? "baseline" : "avx2";
+}
+
+// `count` elements of `type` at `at`, numbers from `seed` on: no NaN, so that two builds of one
+// reduction may only differ in bits by mistake.
+void fill(DataType type, std::byte* at, std::size_t count, int seed) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const int v =
+        static_cast<int>((i * 7919 + static_cast<std::size_t>(seed) * 104729) % 2001) - 1000;
+    std::byte* to = at + i * dataTypeSize(type);
+    switch (type) {
+      case DataType::kFloat32: {
+        const float f = static_cast<float>(v) * 0.37f;
+        std::memcpy(to, &f, sizeof f);
+        break;
+      }
+      case DataType::kFloat64: {
+        const double d = static_cast<double>(v) * 0.37;
+        std::memcpy(to, &d, sizeof d);
+        break;
+      }
+      case DataType::kFloat16:
+      case DataType::kBFloat16: {
+        const float f = static_cast<float>(v) * 0.01f;
+        const std::uint16_t h = type == DataType::kFloat16 ? floatToHalf(f) : floatToBfloat16(f);
+        std::memcpy(to, &h, sizeof h);
+        break;
+      }
+      default:  // integers: the low bytes of v, every bit pattern among them
+        for (std::size_t b = 0; b < dataTypeSize(type); ++b)
+          to[b] = static_cast<std::byte>((v * 131 + static_cast<int>(b) * 17) & 0xff);
+        break;
+    }
+  }
 }
 
 bool isNan16(DataType type, std::uint16_t v) {
@@ -207,4 +241,67 @@ TEST_CASE("every build reduces every 16-bit float input as the reference does") 
   }
   // Each build saw every input: 10 second inputs and 4 operators, then 3 averages, per type.
   CHECK(checked == builds().size() * 2 * (10 * 4 + 3) * count);
+}
+
+TEST_CASE("every build's stores around the cache give its plain stores' bits") {
+  // Counts that leave no whole line, one line and more, with tails; outputs at every offset
+  // within a line (the elements before the first whole line are stored plainly), and in place.
+  const std::size_t counts[] = {0, 1, 15, 16, 17, 64, 1000 + 13};
+  std::size_t compared = 0;
+  for (const auto& traits : kDataTypes) {
+    const DataType type = traits.type;
+    const std::size_t es = traits.bytes;
+    for (const auto& opTraits : kReduceOps) {
+      const ReduceOp op = opTraits.op;
+      if (!checkReduction(type, op).ok()) {
+        std::vector<std::byte> x(es);
+        CHECK(reduceFromAroundCache(type, op, x.data(), x.data(), x.data(), 1).code() ==
+              StatusCode::kInvalidArgument);
+        continue;
+      }
+      for (std::size_t count : counts) {
+        for (std::size_t offset = 0; offset < 64 / es + 1; offset += es == 1 ? 7 : 1) {
+          for (bool inPlace : {false, true}) {
+            const std::size_t bytes = count * es, at = offset * es;
+            std::vector<std::byte> a(bytes + 128), b(bytes + 128), plain(bytes + 128),
+                around(bytes + 128);
+            // 64-byte aligned starts, then `offset` elements in.
+            auto aligned = [](std::vector<std::byte>& v) {
+              const auto p = reinterpret_cast<std::uintptr_t>(v.data());
+              return v.data() + ((64 - p % 64) % 64);
+            };
+            std::byte* pa = aligned(a) + at;
+            std::byte* pb = aligned(b) + at;
+            std::byte* pPlain = aligned(plain) + at;
+            std::byte* pAround = aligned(around) + at;
+            fill(type, pa, count, 1);
+            fill(type, pb, count, 2);
+            for (kernels::Isa isa : builds()) {
+              INFO(traits.name << " " << opTraits.name << " count " << count << " offset " << offset
+                               << (inPlace ? " in place" : "") << " " << nameOf(isa));
+              if (inPlace) {
+                std::memcpy(pPlain, pa, bytes);
+                std::memcpy(pAround, pa, bytes);
+              }
+              // Bytes after the output must stay as they were.
+              pPlain[bytes] = pAround[bytes] = std::byte{0x5a};
+              kernels::reduce(isa, type, op, pPlain, inPlace ? pPlain : pa, pb, count);
+              kernels::reduce(isa, type, op, pAround, inPlace ? pAround : pa, pb, count,
+                              kernels::Stores::kAroundCache);
+              CHECK(std::memcmp(pPlain, pAround, bytes + 1) == 0);
+              ++compared;
+            }
+          }
+        }
+      }
+      // Through the checked entry point too.
+      std::vector<std::byte> a(4096 * es), b(4096 * es), plain(4096 * es), around(4096 * es);
+      fill(type, a.data(), 4096, 3);
+      fill(type, b.data(), 4096, 4);
+      REQUIRE(reduceFrom(type, op, plain.data(), a.data(), b.data(), 4096).ok());
+      REQUIRE(reduceFromAroundCache(type, op, around.data(), a.data(), b.data(), 4096).ok());
+      CHECK(plain == around);
+    }
+  }
+  CHECK(compared > 0);
 }
