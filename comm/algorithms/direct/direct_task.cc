@@ -34,6 +34,12 @@ Status DirectTask::foldPeerInputs(std::byte* into, const std::byte* own, std::ui
   }
   // Uninitialized: zeroing it would cost as much as a small collective.
   if (!scratch_ && copies) scratch_.reset(new std::byte[std::min(pieceBytes, bytes)]);
+  // A result that outgrows the cache is written around it by the last reduction of each piece
+  // (the ones before read it back): on AMD before Zen 5, where copies of that size go around the
+  // cache too. Not for an average, whose division reads the piece again at once.
+  const int last = rank_ == n_ - 1 ? n_ - 2 : n_ - 1;
+  const bool aroundCache = bytes >= transport::kPartAroundCacheFromBytes &&
+                           transport::loopCopies() && args_.op != ReduceOp::kAvg;
   for (std::size_t done = 0; done < bytes; done += pieceBytes) {
     const std::size_t now = std::min(pieceBytes, bytes - done);
     const std::byte* first = own + done;  // what the next peer's piece is reduced with
@@ -46,8 +52,11 @@ Status DirectTask::foldPeerInputs(std::byte* into, const std::byte* own, std::ui
         FTCOMM_RETURN_IF_ERROR(read(p, scratch_.get(), peerSend(p) + offset + done, now));
         piece = scratch_.get();
       }
+      const std::size_t count = now / elementBytes_;
       FTCOMM_RETURN_IF_ERROR(
-          reduceFrom(args_.dtype, args_.op, into + done, first, piece, now / elementBytes_));
+          aroundCache && p == last
+              ? reduceFromAroundCache(args_.dtype, args_.op, into + done, first, piece, count)
+              : reduceFrom(args_.dtype, args_.op, into + done, first, piece, count));
       first = into + done;
     }
     FTCOMM_RETURN_IF_ERROR(averaged(into + done, now));  // while the piece is in cache
