@@ -77,20 +77,6 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   }
 }
 
-void InlineCollective::chooseWay() {
-  const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways_);
-  measured_ = choice.measure;
-  if (measured_) began_ = std::chrono::steady_clock::now();
-  takeWay(choice.way);
-}
-
-void InlineCollective::takeWay(PostChoice::Way way) {
-  way_ = way;
-  lends_ = way == PostChoice::Way::kLend;
-  readsOwnInput_ = readsOwnInput();
-  if (lends_ && progress_ != nullptr) progress_->setAlgorithm("inline (lent)");
-}
-
 void InlineCollective::copyIn(std::byte* into, const std::byte* from, std::size_t bytes) const {
   if (way_ == PostChoice::Way::kCopyAroundCache) {
     transport::copyAroundCache(into, from, bytes);

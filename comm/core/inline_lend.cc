@@ -160,6 +160,20 @@ unsigned InlineCollective::choosableWays(Lending lending) const {
   return copies | (mayLendToo ? PostChoice::bit(Way::kLend) : 0u);
 }
 
+void InlineCollective::chooseWay() {
+  const PostChoice::Choice choice = PostChoice::process(collective_).choose(inputBytes(), ways_);
+  measured_ = choice.measure;
+  if (measured_) began_ = std::chrono::steady_clock::now();
+  takeWay(choice.way);
+}
+
+void InlineCollective::takeWay(PostChoice::Way way) {
+  way_ = way;
+  lends_ = way == PostChoice::Way::kLend;
+  readsOwnInput_ = readsOwnInput();
+  if (lends_ && progress_ != nullptr) progress_->setAlgorithm("inline (lent)");
+}
+
 bool InlineCollective::agrees() const {
   return lendable_ && plan_.chooses &&
          (collective_ == Collective::kAllGather || collective_ == Collective::kAllToAll);
