@@ -1,22 +1,25 @@
 #include "core/argument_checks.h"
 
-#include <limits>
 #include <string>
 
 namespace ftcomm::detail {
 
-Status checkBuffer(const void* buffer, std::size_t count, std::size_t blocks, DataType dtype,
+namespace {
+
+Status unknownDtype(DataType dtype) {
+  return invalidArgument("unknown dtype " + std::to_string(static_cast<int>(dtype)));
+}
+
+}  // namespace
+
+Status bufferError(const void* buffer, std::size_t count, std::size_t blocks, DataType dtype,
                    const char* what) {
-  if (static_cast<std::size_t>(dtype) >= kDataTypes.size()) {
-    return invalidArgument("unknown dtype " + std::to_string(static_cast<int>(dtype)));
-  }
-  // Multiplications, not divisions: this runs on every call, and a division costs more than
-  // the rest of the check.
-  const std::size_t limit = std::numeric_limits<std::size_t>::max() / 2;
+  if (static_cast<std::size_t>(dtype) >= kDataTypes.size()) return unknownDtype(dtype);
   std::size_t blockBytes = 0, bytes = 0;
   if (count > 0 &&
       (blocks == 0 || __builtin_mul_overflow(count, dataTypeSize(dtype), &blockBytes) ||
-       __builtin_mul_overflow(blockBytes, blocks, &bytes) || bytes > limit)) {
+       __builtin_mul_overflow(blockBytes, blocks, &bytes) ||
+       bytes > std::numeric_limits<std::size_t>::max() / 2)) {
     return invalidArgument(std::string(what) + ": " + std::to_string(count) +
                            " elements overflow the address space");
   }
@@ -27,26 +30,18 @@ Status checkBuffer(const void* buffer, std::size_t count, std::size_t blocks, Da
   return Status::Ok();
 }
 
-Status checkRank(int rank, int size, const char* what) {
-  if (rank < 0 || rank >= size) {
-    return invalidArgument(std::string(what) + " " + std::to_string(rank) + " outside 0.." +
-                           std::to_string(size - 1));
-  }
-  return Status::Ok();
+Status rankError(int rank, int size, const char* what) {
+  return invalidArgument(std::string(what) + " " + std::to_string(rank) + " outside 0.." +
+                         std::to_string(size - 1));
 }
 
-Status checkOp(DataType dtype, ReduceOp op) {
+Status opError(DataType dtype, ReduceOp op) {
   if (static_cast<std::size_t>(op) >= kReduceOps.size()) {
     return invalidArgument("unknown reduce op " + std::to_string(static_cast<int>(op)));
   }
+  // An unknown dtype is the buffer check's error too; it would index past the table here.
+  if (static_cast<std::size_t>(dtype) >= kDataTypes.size()) return unknownDtype(dtype);
   return checkReduction(dtype, op);
-}
-
-Status firstError(std::initializer_list<Status> checks) {
-  for (const Status& s : checks) {
-    if (!s.ok()) return s;
-  }
-  return Status::Ok();
 }
 
 }  // namespace ftcomm::detail
