@@ -63,6 +63,12 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   piecesOfBlocks_ = *postsOf(collective) == Posts::kBlocks;
   inHead_ = !plan.direct && plan.chunks == 1 && inputBytes() <= shm::kHeadBytes;
   lendable_ = lendable();
+  if (!lendable_ && !plan.choosesCopy) {
+    // Neither lends nor chooses how to copy (every small collective): nothing more to decide
+    // (inline_plan.cc, kSmallTotal, says what asking anyway cost).
+    takeWay(way_);
+    return;
+  }
   const Lending lending = lendable_ ? mayLend() : Lending::kNo;
   lends_ = lending == Lending::kYes;
   if (lends_) way_ = PostChoice::Way::kLend;

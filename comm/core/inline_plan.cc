@@ -18,6 +18,14 @@ namespace {
 // inlineLimit's rules everywhere but on Zen 5.
 constexpr std::size_t kMeasuredSlot = std::size_t{256} << 10;
 
+// Collectives of up to this many bytes in all run inline in one chunk, choosing nothing: below
+// every limit (the least, inlineLimit's directFromBytes at 2 ranks, is 32 KiB), every chunk
+// (FTCOMM_INLINE_MAX_KIB and FTCOMM_INLINE_CHUNK_KIB count whole KiB) and every choice (from
+// 8 KiB: inline_choosing.cc). inlineChunking decides them first, and InlineCollective asks
+// nothing more of a collective that neither lends nor chooses: looking it all up took the
+// 8-byte allreduce 0.39 against 0.35 us (2 ranks, Zen 2, fast hand-over: docs/BENCHMARKS.md).
+constexpr std::size_t kSmallTotal = 1024;
+
 // How much of a slot a collective uses: a post of up to `whole` bytes goes in one chunk; a larger
 // one streams in chunks of `chunk` bytes of every block.
 struct SlotUse {
@@ -297,6 +305,13 @@ InlineChunking inlineChunking(Collective collective, std::size_t count, DataType
   const std::size_t es = dataTypeSize(dtype);
   const std::size_t bytes = postBytes(*posts, count, es, ranks);
   const std::size_t total = collective == Collective::kAllGather ? bytes * ranks : bytes;
+  // Up to kSmallTotal: one chunk, decided without the lookups below.
+  if (total <= kSmallTotal) {
+    plan.block = *posts == Posts::kNothing ? 0 : count * es;
+    plan.step = std::max(plan.block, es);
+    plan.chunks = 1;
+    return plan;
+  }
   static const int overridden = envInt("FTCOMM_INLINE_MAX_KIB", 0);
   const bool pastLimit = total > inlineLimit(collective, ranks);
   const bool inPlaceOfDirect = pastLimit && streamsInPlaceOfDirect(collective, ranks, total);

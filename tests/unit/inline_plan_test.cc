@@ -93,3 +93,33 @@ TEST_CASE("a streamed collective moves the chunk size this processor's plan name
     REQUIRE(whole.chunks == 1);
   }
 }
+
+TEST_CASE("a collective of up to 1 KiB runs inline in one chunk and chooses nothing") {
+  // inlineChunking decides these before looking up the limits and choices (inline_plan.cc,
+  // kSmallTotal); the general rules, just past that size, must agree.
+  const int ranks = GENERATE(1, 2, 3, 4, 8);
+  for (Collective collective : kCollectives) {
+    const std::size_t perRank = collective == Collective::kAllGather ? ranks : 1;
+    for (std::size_t total :
+         {std::size_t{4}, std::size_t{8}, std::size_t{1024}, std::size_t{2048}}) {
+      const std::size_t count =
+          total / 4 / perRank / (postsOf(collective) == Posts::kBlocks ? ranks : 1);
+      if (count == 0) continue;
+      const InlineChunking plan =
+          inlineChunking(collective, count, DataType::kFloat32, ranks, true);
+      INFO("collective " << static_cast<int>(collective) << ", " << ranks << " ranks, " << count
+                         << " float32");
+      REQUIRE(plan.chunks == 1);
+      REQUIRE(!plan.direct);
+      REQUIRE(!plan.lends);
+      REQUIRE(!plan.chooses);
+      REQUIRE(!plan.choosesCopy);
+      REQUIRE(plan.block == count * 4);
+      REQUIRE(plan.step == count * 4);
+    }
+  }
+  const InlineChunking barrier =
+      inlineChunking(Collective::kBarrier, 0, DataType::kFloat32, 4, true);
+  REQUIRE(barrier.chunks == 1);
+  REQUIRE(barrier.block == 0);
+}
