@@ -19,8 +19,12 @@ constexpr unsigned kPollsPerClock = 8;
 // Polls after the first before the clock and the engine's spin bookkeeping start: a collective
 // whose peers call within a few hundred nanoseconds ends within them (an 8-byte allreduce at 2
 // ranks on AMD EPYC: the two clock readings and two locks of the engine's mutex that it then
-// skips took about a tenth of its time).
-constexpr unsigned kQuickPolls = 16;
+// skips took about a tenth of its time). Back to back, without a pause between them: a pause
+// costs 42 ns on the Zen 2 VMs, two polls' worth, and a post that lands meanwhile waits for it.
+// 64 polls take about as long as the 16 with a pause did until 2026-12-05; without the pause
+// the 8-byte allreduce took 0.34-0.35 against 0.36-0.37 us (2 ranks, Zen 2, fast hand-over:
+// docs/BENCHMARKS.md).
+constexpr unsigned kQuickPolls = 64;
 // A collective streamed through the slots runs in the calling thread up to this many bytes per
 // block (a few milliseconds here, and only while its chunks move: kStreamSpin); a larger one
 // goes to the engine at once, so that the call returns, and streams from there (driven by
@@ -99,7 +103,6 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
   // more than the whole collective). With fewer, the peer may need this core.
   const bool yields = engine.oversubscribed();
   for (unsigned polls = 0; !yields && polls < kQuickPolls && done.ok() && !*done; ++polls) {
-    cpuRelax();
     done = run.poll();
   }
   if (done.ok() && *done) {
