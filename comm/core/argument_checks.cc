@@ -36,11 +36,6 @@ Status rankError(int rank, int size, const char* what) {
 }
 
 Status opError(DataType dtype, ReduceOp op) {
-  if (static_cast<std::size_t>(op) >= kReduceOps.size()) {
-    return invalidArgument("unknown reduce op " + std::to_string(static_cast<int>(op)));
-  }
-  // An unknown dtype is the buffer check's error too; it would index past the table here.
-  if (static_cast<std::size_t>(dtype) >= kDataTypes.size()) return unknownDtype(dtype);
   return checkReduction(dtype, op);
 }
 

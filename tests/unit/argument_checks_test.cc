@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "backends/nccl/nccl_status.h"
 #include "core/argument_checks.h"
 
 using ftcomm::DataType;
@@ -55,6 +56,19 @@ TEST_CASE("an op check passes the ops a type has and names the ones it lacks") {
   requireInvalid(checkOp(DataType::kFloat32, static_cast<ReduceOp>(99)), "unknown reduce op 99");
   // An unknown dtype is reported, not looked up past the end of the type table.
   requireInvalid(checkOp(static_cast<DataType>(200), ReduceOp::kSum), "unknown dtype 200");
+}
+
+TEST_CASE("checkReduction names an operator or type outside the enums on both backends") {
+  // Before 2026-12-05 these looked up the traits tables past their ends.
+  requireInvalid(ftcomm::checkReduction(static_cast<DataType>(200), ReduceOp::kSum),
+                 "unknown dtype 200");
+  requireInvalid(ftcomm::checkReduction(DataType::kFloat32, static_cast<ReduceOp>(99)),
+                 "unknown reduce op 99");
+  requireInvalid(ftcomm::nccl::checkNcclReduction(static_cast<DataType>(200), ReduceOp::kSum),
+                 "unknown dtype 200");
+  requireInvalid(ftcomm::nccl::checkNcclReduction(DataType::kFloat32, static_cast<ReduceOp>(99)),
+                 "unknown reduce op 99");
+  REQUIRE(ftcomm::checkReduction(DataType::kBFloat16, ReduceOp::kMax).ok());
 }
 
 TEST_CASE("a rank check passes 0 to size - 1 only") {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "ftcomm/status.h"
@@ -104,6 +105,13 @@ constexpr std::string_view reduceOpName(ReduceOp op) {
 
 // Ok when `op` is defined on `type` (AVG wants a floating type; BAND/BOR/BXOR an integer one).
 inline Status checkReduction(DataType type, ReduceOp op) {
+  // Values outside the enums (a cast integer) are named, not looked up past the tables' ends.
+  if (static_cast<std::size_t>(op) >= kReduceOps.size()) {
+    return invalidArgument("unknown reduce op " + std::to_string(static_cast<int>(op)));
+  }
+  if (static_cast<std::size_t>(type) >= kDataTypes.size()) {
+    return invalidArgument("unknown dtype " + std::to_string(static_cast<int>(type)));
+  }
   const bool floating = traitsOf(type).floating;
   if (floating ? traitsOf(op).floatingAllowed : traitsOf(op).integerAllowed) return Status::Ok();
   return invalidArgument(
