@@ -35,8 +35,4 @@ Status rankError(int rank, int size, const char* what) {
                          std::to_string(size - 1));
 }
 
-Status opError(DataType dtype, ReduceOp op) {
-  return checkReduction(dtype, op);
-}
-
 }  // namespace ftcomm::detail

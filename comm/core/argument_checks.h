@@ -21,7 +21,6 @@ namespace ftcomm::detail {
 Status bufferError(const void* buffer, std::size_t count, std::size_t blocks, DataType dtype,
                    const char* what);
 Status rankError(int rank, int size, const char* what);
-Status opError(DataType dtype, ReduceOp op);
 
 // Ok when `count` elements of `dtype`, `blocks` times over, fit in memory and `buffer` is given
 // where there is something to hold.
@@ -45,13 +44,9 @@ inline Status checkRank(int rank, int size, const char* what) {
   return rankError(rank, size, what);
 }
 
+// types.h's checkReduction, which is inline and names a dtype or op outside the enums.
 inline Status checkOp(DataType dtype, ReduceOp op) {
-  if (static_cast<std::size_t>(op) < kReduceOps.size() &&
-      static_cast<std::size_t>(dtype) < kDataTypes.size() &&
-      (traitsOf(dtype).floating ? traitsOf(op).floatingAllowed : traitsOf(op).integerAllowed)) {
-    return Status::Ok();
-  }
-  return opError(dtype, op);
+  return checkReduction(dtype, op);
 }
 
 // The first error among `checks`.
