@@ -3,7 +3,7 @@
 //
 // The checks are inline and their errors are written out of line (argument_checks.cc): every
 // call makes them, and as calls into another file, each returning its Status through memory,
-// they took the 8-byte allreduce 0.36-0.37 against 0.35 us (2 ranks, Zen 2: docs/BENCHMARKS.md).
+// they cost an 8-byte allreduce a few percent of its time.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -1,6 +1,7 @@
 #include "core/comm_state.h"
 
 #include "recorder/flight_recorder.h"
+#include "tuning/plan_table.h"
 
 namespace ftcomm::detail {
 
@@ -24,6 +25,7 @@ void CommState::registerWithRecorder() const {
   entry.set_epoch(epoch);
   entry.set_rank(rank);
   for (int worldRank : worldRanks) entry.add_world_ranks(worldRank);
+  if (tuning) entry.set_tuning_profile(tuning->name() + " " + tuning->hash());
   recorder::FlightRecorder::process().upsertCommunicator(entry);
 }
 

@@ -60,6 +60,9 @@ class CommState {
   std::vector<int> shmMembers;
   // The transport reads every peer's memory: the direct algorithms apply. Set at creation.
   bool peersReadable = false;
+  // The tuning profile every member agreed on (rank 0's), resolved for this communicator's size.
+  // Set at creation.
+  std::shared_ptr<const tuning::PlanTable> tuning;
   // Every member is on this host with an inline area for this communicator: small collectives
   // run through shared memory (inline_collective.h). Null otherwise. Set at creation.
   std::shared_ptr<const InlineGroup> inlineGroup;

@@ -86,6 +86,9 @@ int Communicator::size() const {
 std::uint64_t Communicator::epoch() const {
   return state_->epoch;
 }
+std::string Communicator::tuningProfile() const {
+  return state_->tuning ? state_->tuning->name() + " " + state_->tuning->hash() : "";
+}
 std::uint64_t Communicator::id() const {
   return state_->id;
 }

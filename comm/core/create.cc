@@ -12,6 +12,7 @@
 #include "core/pending.h"
 #include "ftcomm/communicator.h"
 #include "recorder/flight_recorder.h"
+#include "tuning/select.h"
 
 namespace ftcomm {
 
@@ -140,6 +141,9 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
         "FTCOMM_MIN_WORLD_SIZE, FTCOMM_RECONFIGURE_TIMEOUT_MS and FTCOMM_AGREEMENT_TIMEOUT_MS must "
         "be positive numbers");
   }
+  auto profile = tuning::selectProfile(options.tuning);
+  if (!profile.ok()) return profile.status();
+  world.tuning = std::move(profile).value();
   auto transportMode = detail::transportModeFromEnv();
   if (!transportMode.ok()) return transportMode.status();
   world.transport = *transportMode;

@@ -9,8 +9,10 @@
 #include "algorithms/direct/staging.h"
 #include "core/submit.h"
 #include "recorder/flight_recorder.h"
+#include "transport/copy_bytes.h"
 #include "transport/shm/mappable_memory.h"
 #include "transport/shm/shm_access.h"
+#include "tuning/plan_table.h"
 
 namespace ftcomm::detail {
 
@@ -26,10 +28,12 @@ Status epochFailed(const WorldIdentity& world, std::uint64_t epoch) {
                                              "being set up");
 }
 
-// What each member publishes for an epoch: its receive channel and its shared-memory offer.
+// What each member publishes for an epoch: its receive channel and its shared-memory offer; and
+// rank 0 its tuning profile.
 struct Published {
   std::vector<std::uint16_t> channels;
   std::vector<std::optional<shm::ShmOffer>> offers;
+  std::string tuning;  // rank 0's profile, as a rules file
 };
 
 // Every member's receive channel and offer for the epoch, by rank.
@@ -38,10 +42,13 @@ Result<Published> exchangeChannels(const WorldIdentity& world, std::uint64_t epo
                                    Clock::time_point deadline) {
   rendezvous::RendezvousClient& client = *world.rendezvous;
   const std::string prefix = "ftcomm/channel/" + std::to_string(epoch) + "/";
+  const std::string tuningKey = "ftcomm/tuning/" + std::to_string(epoch);
+  if (rank == 0) FTCOMM_RETURN_IF_ERROR(client.kvSet(tuningKey, tuning::serialize(world.tuning)));
   FTCOMM_RETURN_IF_ERROR(
       client.kvSet(prefix + std::to_string(rank), std::to_string(mine) + " " + offer));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(prefix + std::to_string(r));
+  keys.push_back(tuningKey);
   // In short slices: a member that died before publishing must not hold the others until the
   // deadline.
   auto published = client.kvWait(keys, std::min(timeLeft(deadline), kSlice));
@@ -52,6 +59,8 @@ Result<Published> exchangeChannels(const WorldIdentity& world, std::uint64_t epo
   }
   if (!published.ok()) return published.status();
   Published result;
+  result.tuning = published->back();
+  published->pop_back();
   for (const std::string& value : *published) {
     char* end = nullptr;
     const unsigned long parsed = std::strtoul(value.c_str(), &end, 10);
@@ -100,6 +109,33 @@ Status wireUp(const std::shared_ptr<CommState>& state, Clock::time_point deadlin
   Status s = submitCollective(state, std::move(c), options, Status::Ok()).wait();
   if (!s.ok()) return Status(s.code(), "connecting to every member: " + s.message());
   return Status::Ok();
+}
+
+// Rank 0's profile, resolved for `size` members; a member whose own profile differs says so once.
+Result<std::shared_ptr<const tuning::PlanTable>> agreeOnTuning(const WorldIdentity& world,
+                                                               const std::string& rankZeros,
+                                                               int size) {
+  auto agreed = tuning::parseProfile(rankZeros, "rank 0's tuning profile");
+  if (!agreed.ok()) return agreed.status();
+  auto table = std::make_shared<const tuning::PlanTable>(*agreed, size);
+  const std::string own = tuning::profileHash(world.tuning);
+  if (own != table->hash()) {
+    static std::once_flag told;
+    std::call_once(told, [&] {
+      std::cerr << "ftcomm: this member's tuning profile (" << world.tuning.name << " " << own
+                << ") differs from rank 0's (" << table->name() << " " << table->hash()
+                << "); every member plans with rank 0's\n";
+    });
+  }
+  transport::CopyPolicy copies;
+  const tuning::Settings& settings = table->settings();
+  copies.loopFrom = settings.copyLoopFrom;
+  copies.aroundCacheFrom = settings.copyAroundCacheFrom;
+  copies.partAroundCacheFrom = settings.copyPartAroundCacheFrom;
+  copies.piecesFrom = settings.copyPiecesFrom;
+  copies.resultAroundCacheFrom = settings.resultAroundCacheFrom;
+  transport::setCopyPolicy(copies);
+  return table;
 }
 
 }  // namespace
@@ -163,6 +199,9 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
                                     domain ? domain->offer().encode() : "none", deadline);
   if (!published.ok()) return published.status();
   state->channels = published->channels;
+  auto tuned = agreeOnTuning(world, published->tuning, state->size);
+  if (!tuned.ok()) return tuned.status();
+  state->tuning = std::move(tuned).value();
   auto connected = connectDomain(world, std::move(domain), *published);
   if (!connected.ok()) return connected.status();
   state->shm = std::move(connected).value();
@@ -179,7 +218,7 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
       // The world is the epoch's first communicator: area 0 on every member.
       const int area = state->shm->allocateArea();
       state->inlineGroup = makeInlineGroup(
-          state->shm, state->shmMembers,
+          state->tuning, state->shm, state->shmMembers,
           std::vector<int>(static_cast<std::size_t>(state->size), area), state->channels);
     }
     // Read once: each collective consults the environment only for the algorithms named here.

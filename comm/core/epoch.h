@@ -16,6 +16,7 @@
 #include "core/comm_state.h"
 #include "core/transport_choice.h"
 #include "rendezvous/client.h"
+#include "tuning/profile.h"
 
 namespace ftcomm::detail {
 
@@ -38,6 +39,9 @@ struct WorldIdentity {
   // (hung, yet heartbeating) are reported failed and the others agree without them.
   std::chrono::milliseconds agreementTimeout{10000};
   TransportMode transport = TransportMode::kAuto;
+  // This process's own tuning profile (FTCOMM_TUNING or CommOptions::tuning); each epoch plans
+  // with rank 0's.
+  tuning::Profile tuning;
 };
 
 // A connected, wired-up state for `view`, attached to the engine and known to the recorder.

@@ -2,17 +2,14 @@
 // where each member's part of a chunk lies, and when a lender's buffers are its caller's again.
 //
 // Without it, a streamed collective copies every chunk into its slot and out again even where
-// the direct algorithms read allocMem buffers with a single copy; on AMD Zen 5, where streaming
-// replaced them (to 16 MiB then, 64 MiB now: inline_plan.cc), that halved what allocMem buffers
-// gained. An all-to-all (and at 2 ranks an allgather) lends by default, and so does a broadcast
-// streamed in place of the direct form (InlineChunking::lends); where every member lends, the
-// whole collective runs in its first round (InlineCollective::lendsWhole); the others lend only
-// with FTCOMM_INLINE_LEND=1 (mayLend says why). Where the plan lets a member choose how to post
-// (lend, copy plain, copy around the cache: PostChoice), choosableWays says among which.
+// the direct algorithms read allocMem buffers with a single copy. An all-to-all (and at 2 ranks
+// an allgather) lends by default, and so does a broadcast streamed in place of the direct form
+// (InlineChunking::lends); where every member lends, the whole collective runs in its first round
+// (InlineCollective::lendsWhole); the others lend only under the profile's `lend all`. Where the
+// plan lets a member choose how to post (lend, copy plain, copy around the cache: PostChoice),
+// choosableWays says among which.
 #include <algorithm>
-#include <iostream>
 
-#include "core/environment.h"
 #include "core/inline_collective.h"
 #include "core/inline_posts.h"
 #include "transport/shm/mappable_memory.h"
@@ -32,61 +29,24 @@ bool overlap(const void* a, std::size_t aBytes, const void* b, std::size_t bByte
 }  // namespace
 
 bool InlineCollective::lendable() const {
-  // One that streams, and at 2 ranks one of one chunk from 16 KiB of input. With allocMem
-  // buffers, 2 ranks, 3 alternating runs, allgather lent from 16 KiB against from 256 KiB and
-  // against only where it streams:
-  //   - fresh inputs: 64-256 KiB 2.5-7.0 us against 3.9-12.6 and 3.1-10.7; 1 MiB 26 us against
-  //     28 and 46;
-  //   - unchanged inputs: 32-256 KiB 1.0-3.1 us against 1.9-10.5 and 1.9-10.6.
-  // All-to-all alike. At 4 ranks, on 2 cores, a post of one chunk lent lost (fresh all-to-all,
-  // 256 KiB-2 MiB: 1.29-1.66x OpenMPI against 1.41-2.08x copied; unchanged 8-64 KiB: 12-22 us
-  // against 12-16), since a lender waits for its last reader, who may be off the core.
-  // A broadcast streamed in place of the direct form lends from one chunk, as the direct form
-  // read the root's buffer (InlineChunking::lends).
-  // FTCOMM_INLINE_LEND_FROM_KIB: lend one chunk from this many KiB, at any size (for measuring).
-  static const int fromKib = envInt("FTCOMM_INLINE_LEND_FROM_KIB", -1);
+  // One that streams, one streamed in place of the direct form (InlineChunking::lends), and at 2
+  // ranks one of one chunk from the profile's lend_one_chunk_from bytes of input: beyond 2 ranks
+  // on few cores a lender waits for its last reader, who may be off the core.
   if (plan_.direct || plan_.chunks == 0) return false;
   if (plan_.chunks > 1 || plan_.lends) return true;
-  if (fromKib >= 0) return inputBytes() >= static_cast<std::size_t>(fromKib) << 10;
-  return n_ <= 2 && inputBytes() >= (std::size_t{16} << 10);
+  return n_ <= 2 && inputBytes() >= group_.tuning->settings().lendOneChunkFrom;
 }
 
 InlineCollective::Lending InlineCollective::mayLend() const {
-  // FTCOMM_INLINE_LEND: 1 lends every collective's input, 0 none; unset, an all-to-all's, an
-  // allgather's at 2 ranks, and a broadcast's where it streams in place of the direct form
+  // The profile's `lend`: all lends every collective's input, none none; auto, an all-to-all's,
+  // an allgather's at 2 ranks, and a broadcast's where it streams in place of the direct form
   // (InlineChunking::lends: lent whole, it reads the root's buffer as the direct form did).
-  //
-  // Lending off for all (2026-12-03 to 2026-12-04) came from inputs rewritten in the timed part
-  // (ftcomm-bench --rewrite-inputs): 2 ranks, allocMem buffers, 2-8 MiB, 2 alternating runs
-  // each, medians of ftcomm / OpenMPI, lent against copied through the slots: allreduce
-  // 0.68-0.77x against 1.85-2.15x, broadcast 1.14-1.38x against 3.06-3.36x, reduce 1.01-1.26x
-  // against 2.21-4.10x, allgather 1.17-1.26x against 2.79-3.31x, all-to-all 1.15-1.37x against
-  // 2.08-2.46x, reduce-scatter 37-38x against 65-78x. Those stores pay for taking each line back
-  // from the peer that read it the call before, which a training step's input, written long
-  // after its last collective, does not. With inputs fresh in this member's cache and the stores
-  // untimed (--fresh-inputs), and with unchanged inputs, lending the allgather and all-to-all
-  // wins, whole where every member lends (lendsWhole; BENCHMARKS.md, "Lending allocMem inputs
-  // again"). Copied through the slots against lent, medians of ftcomm / OpenMPI:
-  //   - 2 ranks, 64 KiB-64 MiB, 4 alternating runs: fresh, allgather 1.25-2.44x against
-  //     1.78-3.54x, all-to-all 1.15-2.30x against 1.51-3.08x; unchanged, allgather 0.92-2.01x
-  //     against 1.75-4.82x, all-to-all 0.94-1.93x against 1.82-4.75x;
-  //   - 4 ranks, 256 KiB-64 MiB, 3 alternating runs: unchanged, allgather 1.75-2.46x against
-  //     2.11-3.54x, all-to-all 0.91-1.42x against 1.90-2.45x; fresh, all-to-all 4-64 MiB
-  //     1.06-1.41x against 1.48-1.85x, but allgather 1-64 MiB 1.79-2.23x against 1.54-1.92x,
-  //     and in 8 more alternating runs the same within the noise (1.35-2.12x against
-  //     1.38-1.94x), so beyond 2 ranks an allgather copies.
-  // Lending the reductions lost or drew (2 ranks, fresh: allreduce 1-16 MiB 1.59-1.78x against
-  // 1.64-2.08x copied, reduce 1-64 MiB 1.33-2.43x against 1.75-2.44x), and broadcast was mixed
-  // (1.38-2.44x against 1.67-2.27x), so they copy through the slots.
-  static const int lendSetting = [] {
-    const int setting = envInt("FTCOMM_INLINE_LEND", -1);
-    if (setting < -1 || setting > 1)
-      std::cerr << "ftcomm: FTCOMM_INLINE_LEND is not 0 or 1; all-to-alls lend\n";
-    return setting;
-  }();
+  // Reductions copy: lending them measured no better (docs/tuning.md).
+  using LendAll = tuning::Settings::LendAll;
+  const LendAll lendAll = group_.tuning->settings().lendAll;
   const bool byDefault = plan_.lends || collective_ == Collective::kAllToAll ||
                          (collective_ == Collective::kAllGather && n_ <= 2);
-  if (lendSetting == 0 || (lendSetting != 1 && !byDefault)) return Lending::kNo;
+  if (lendAll == LendAll::kNone || (lendAll != LendAll::kAll && !byDefault)) return Lending::kNo;
   if (plan_.block == 0 || keepsInput()) return Lending::kNo;
   const Posts posts = *postsOf(collective_);
   if (posts == Posts::kNothing || (posts == Posts::kRoot && rank_ != args_.root)) {
@@ -119,9 +79,9 @@ InlineCollective::Lending InlineCollective::mayLend() const {
   if (writesInput) return Lending::kNo;
   if (shm::MappableMemory::process().listed(args_.send, sendBytes)) return Lending::kYes;
   // Memory that the peers read with cross-memory attach: lent only where the plan lets members
-  // choose (PostChoice; FTCOMM_INLINE_LEND=1 always).
+  // choose (PostChoice; `lend all` always).
   if (!plan_.chooses) return Lending::kNo;
-  return lendSetting == 1 ? Lending::kYes : Lending::kChoose;
+  return lendAll == LendAll::kAll ? Lending::kYes : Lending::kChoose;
 }
 
 bool InlineCollective::choosesCopy() const {
@@ -135,28 +95,22 @@ bool InlineCollective::choosesCopy() const {
 unsigned InlineCollective::choosableWays(Lending lending) const {
   const bool mayLendToo = lending == Lending::kChoose;
   if (!mayLendToo && (lending == Lending::kYes || !choosesCopy())) return 0;
-  // FTCOMM_INLINE_AROUND_CACHE: 1 copies around the cache, 0 with plain stores, wherever
-  // members choose how to copy; unset, they choose (for measuring, and the tests).
-  static const int around = envInt("FTCOMM_INLINE_AROUND_CACHE", -1);
+  // The profile's around_cache: always or never settles how members copy where they choose.
+  using AroundCache = tuning::Settings::AroundCache;
+  const AroundCache around = group_.tuning->settings().aroundCache;
   using Way = PostChoice::Way;
   // An allgather or all-to-all that may lend chooses among all three ways below 4 MiB of result,
-  // and between lending and plain copies from there. Its members take rank 0's way (agrees());
-  // before they did, with all three ways they chose apart and lost from 2 MiB (0.57-0.84x
-  // OpenMPI against 0.93-0.98x). At 2 ranks, slow hand-over, 2026-12-04, forced around the
-  // cache, allgather 1-4 MiB 1.08-1.09x against 0.98x lent (3 alternating runs), the same from
-  // 8 MiB (0.99-1.01x). Three ways agreed against two chosen apart (the code before), 6 and 10
-  // alternating runs, medians: allgather 512 KiB-2 MiB 0.99-1.10x against 0.94-0.98x,
-  // all-to-all 1.00-1.04x against 0.95-0.99x; from 8 MiB 0.84-0.94x against 0.93-0.99x, where
-  // a run makes few calls of a size and trying a third way cost more than it found.
+  // and between lending and plain copies from there, where a run makes few calls of a size and
+  // trying a third way costs more than it finds. Its members take rank 0's way (agrees()).
   constexpr std::size_t kExchangesAroundBelow = std::size_t{4} << 20;
   const bool exchanges =
       collective_ == Collective::kAllGather || collective_ == Collective::kAllToAll;
-  const bool plainOnly =
-      around == 0 || (exchanges && mayLendToo &&
-                      static_cast<std::size_t>(n_) * plan_.block >= kExchangesAroundBelow);
-  const unsigned copies = around == 1 ? PostChoice::bit(Way::kCopyAroundCache)
-                          : plainOnly ? PostChoice::bit(Way::kCopy)
-                                      : PostChoice::kCopies;
+  const bool plainOnly = around == AroundCache::kNever ||
+                         (exchanges && mayLendToo &&
+                          static_cast<std::size_t>(n_) * plan_.block >= kExchangesAroundBelow);
+  const unsigned copies = around == AroundCache::kAlways ? PostChoice::bit(Way::kCopyAroundCache)
+                          : plainOnly                    ? PostChoice::bit(Way::kCopy)
+                                                         : PostChoice::kCopies;
   return copies | (mayLendToo ? PostChoice::bit(Way::kLend) : 0u);
 }
 
@@ -206,10 +160,10 @@ Result<bool> InlineCollective::takeLeadersWay() {
 bool InlineCollective::lendsWhole() const {
   // What each member posted in the first round says whether it lends, and every member sees the
   // same posts: they all decide alike. A broadcast's members other than the root post no data.
-  // FTCOMM_INLINE_LEND_WHOLE=0 keeps lending chunk by chunk (for measuring).
-  static const bool whole = envSwitch("FTCOMM_INLINE_LEND_WHOLE", true);
-  if (!whole || (collective_ != Collective::kAllGather && collective_ != Collective::kAllToAll &&
-                 collective_ != Collective::kBroadcast)) {
+  // The profile's `lend_whole off` keeps lending chunk by chunk (for measuring).
+  if (!group_.tuning->settings().lendWhole ||
+      (collective_ != Collective::kAllGather && collective_ != Collective::kAllToAll &&
+       collective_ != Collective::kBroadcast)) {
     return false;
   }
   for (int p = 0; p < n_; ++p) {

@@ -6,17 +6,17 @@
 //   - kLend: not copied; the peers read it out of the member's buffer (a buffer they cannot
 //     map, heap memory, with cross-memory attach, process_vm_readv, whole where every member
 //     lends, as the direct form does). Only where the collective lends (InlineChunking::chooses).
-// Which is fastest changes while a job runs (on Zen 2 VMs with the speed at which a line moves
-// from one vCPU to the other: inline_plan.cc), so each member measures its calls' times, takes
-// the fastest way, and tries the others now and then. The peers read each member's part from
+// Which is fastest can change while a job runs (on VMs whose cores hand a cache line over fast or
+// slowly from one minute to the next: docs/tuning.md), so each member measures its calls' times,
+// takes the fastest way, and tries the others now and then. The peers read each member's part from
 // where its post says (InlineCollective::takeLent, lendsWhole), and a post's bytes are the same
 // however they were stored, so the members need not agree beforehand, and every way gives the
 // same bits. Where more than one member may lend (an allgather or all-to-all), the others take
 // rank 0's way (InlineCollective::agrees): chosen apart, a member that lends and one that copies
 // each measured its own way slow and the other's fast, and could go on choosing apart for good.
 //
-// Used where the plan lets members choose (InlineChunking::chooses, choosesCopy: at 2 ranks on
-// Zen 2, inline_choosing.cc says why).
+// Used where the plan lets members choose (InlineChunking::chooses, choosesCopy: a profile band
+// with lend=choose or copy=choose).
 //
 // Thread-safety: any thread.
 #pragma once

@@ -114,9 +114,11 @@ class PendingSplit final : public PendingCommunicator::Impl {
         child->shmMembers.push_back(parent_->shmMembers[static_cast<std::size_t>(p)]);
       areas.push_back(static_cast<int>(field(p, 4)));
     }
+    child->tuning =
+        std::make_shared<const tuning::PlanTable>(parent_->tuning->profile(), child->size);
     if (parent_->inlineGroup) {
-      child->inlineGroup =
-          detail::makeInlineGroup(child->shm, child->shmMembers, areas, child->channels);
+      child->inlineGroup = detail::makeInlineGroup(child->tuning, child->shm, child->shmMembers,
+                                                   areas, child->channels);
       child->forcedAlgorithms = parent_->forcedAlgorithms;
     }
     {

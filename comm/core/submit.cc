@@ -79,8 +79,8 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
   const bool forced =
       (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) != 0;
   if (status.ok() && comm->inlineGroup && !forced) {
-    chunking = inlineChunking(call.collective, call.args.count, call.args.dtype, comm->size,
-                              comm->peersReadable);
+    chunking = inlineChunking(*comm->inlineGroup->tuning, call.collective, call.args.count,
+                              call.args.dtype, comm->size, comm->peersReadable);
   }
   const bool inlined = chunking.chunks > 0;
   if (inlined) {

@@ -1,6 +1,6 @@
-// The copies behind copyBytes on AMD processors (copy_bytes.h): before Zen 5 the AVX2 loop where
-// the processor has AVX2, else memcpy in 2 KiB pieces; on Zen 5, from 1 MiB, memcpy in pieces
-// short enough for glibc's `rep movsb`; and copyAroundCache.
+// The copies behind copyBytes (copy_bytes.h): the AVX2 loop where the processor has AVX2, else
+// memcpy in 2 KiB pieces; memcpy in pieces short enough for glibc's `rep movsb`; copyAroundCache;
+// and the process's copy policy.
 #include "transport/copy_bytes.h"
 
 #include "transport/copy_bytes_avx2.h"
@@ -36,7 +36,7 @@ void copyInRepMovsbPieces(void* to, const void* from, std::size_t bytes) {
   copyInPiecesOf<kRepMovsbPieceBytes>(to, from, bytes);
 }
 
-void copyOnAmd(void* to, const void* from, std::size_t bytes) {
+void copyInVectorLoop(void* to, const void* from, std::size_t bytes) {
 #if defined(FTCOMM_COPY_AVX2)
   if (avx2Copies()) {
     copyAvx2(to, from, bytes);
@@ -51,6 +51,26 @@ void copyOnAmd(void* to, const void* from, std::size_t bytes) {
 }  // namespace ftcomm::transport::detail
 
 namespace ftcomm::transport {
+
+void setCopyPolicy(const CopyPolicy& policy) {
+  auto& cell = detail::copyPolicyCell;
+  cell.loopFrom.store(policy.loopFrom, std::memory_order_relaxed);
+  cell.aroundCacheFrom.store(policy.aroundCacheFrom, std::memory_order_relaxed);
+  cell.partAroundCacheFrom.store(policy.partAroundCacheFrom, std::memory_order_relaxed);
+  cell.piecesFrom.store(policy.piecesFrom, std::memory_order_relaxed);
+  cell.resultAroundCacheFrom.store(policy.resultAroundCacheFrom, std::memory_order_relaxed);
+}
+
+CopyPolicy copyPolicy() {
+  const auto& cell = detail::copyPolicyCell;
+  CopyPolicy policy;
+  policy.loopFrom = cell.loopFrom.load(std::memory_order_relaxed);
+  policy.aroundCacheFrom = cell.aroundCacheFrom.load(std::memory_order_relaxed);
+  policy.partAroundCacheFrom = cell.partAroundCacheFrom.load(std::memory_order_relaxed);
+  policy.piecesFrom = cell.piecesFrom.load(std::memory_order_relaxed);
+  policy.resultAroundCacheFrom = cell.resultAroundCacheFrom.load(std::memory_order_relaxed);
+  return policy;
+}
 
 void copyAroundCache(void* to, const void* from, std::size_t bytes) {
 #if defined(FTCOMM_COPY_AVX2)

@@ -12,12 +12,15 @@ using namespace std::chrono_literals;
 namespace {
 
 // The environment of a 2-rank job whose members choose how to post (PostChoice: copies plain or
-// around the cache, or lending) on any processor (FTCOMM_INLINE_CHOOSE=1), with `setting`
-// ("FTCOMM_INLINE_LEND=0" or "=1", "FTCOMM_INLINE_AROUND_CACHE=0" or "=1") settling part of it.
+// around the cache, or lending) on any processor (the zen2 profile), with `setting` ("lend=none"
+// or "lend=all", "around_cache=never" or "=always") settling part of it.
 std::vector<std::string> choosing(const std::string& setting) {
-  std::vector<std::string> env = {"FTCOMM_INLINE_CHOOSE=1"};
-  if (!setting.empty()) env.push_back(setting);
-  return env;
+  return {"FTCOMM_TUNING=zen2" + (setting.empty() ? "" : "," + setting)};
+}
+
+// This processor's profile with `overrides` of its settings.
+std::vector<std::string> autoWith(const std::string& overrides) {
+  return {"FTCOMM_TUNING=auto," + overrides};
 }
 
 }  // namespace
@@ -55,8 +58,8 @@ TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buf
   // Rank 1 stops inside a direct allgather before reading rank 0's block; rank 0 times out,
   // writes into its buffer again and wakes rank 1 (comm_peer_failures.cc, reclaimScenario): rank
   // 1's copy of rank 0's block is then wrong, and its allgather must fail. With the inline direct
-  // form, and with the direct algorithm over messages (FTCOMM_INLINE=0). Unbound: mpirun binds
-  // each of 2 ranks to a core of its own, and the watcher must not share rank 1's (there the
+  // form, and with the direct algorithm over messages (the profile's `inline off`). Unbound: mpirun
+  // binds each of 2 ranks to a core of its own, and the watcher must not share rank 1's (there the
   // copy ran on for whole time slices, past the end of its own block and into the read of rank
   // 0's, before the watcher saw it: 2-6 runs in 8 failed so on a 2-core EPYC, Linux 6.18).
   //
@@ -67,12 +70,12 @@ TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buf
   // With buffers from allocMem too, which rank 1 copies from its own mapping of rank 0's memory
   // instead of with cross-memory attach: only the loan check after the copy can tell.
   for (const auto& [memory, inlineForm] : std::vector<std::pair<std::string, std::string>>{
-           {"heap", "1"}, {"heap", "0"}, {"allocmem", "1"}, {"allocmem", "0"}}) {
+           {"heap", "on"}, {"heap", "off"}, {"allocmem", "on"}, {"allocmem", "off"}}) {
     bool exercised = false;
     for (int attempt = 0; attempt < 3 && !exercised; ++attempt) {
-      auto results = runWithMemory(memory, "reclaim", 2, {"FTCOMM_INLINE=" + inlineForm},
+      auto results = runWithMemory(memory, "reclaim", 2, autoWith("inline=" + inlineForm),
                                    {"--bind-to", "none"});
-      INFO(memory << " memory, FTCOMM_INLINE=" << inlineForm << ", attempt " << attempt << ": "
+      INFO(memory << " memory, inline=" << inlineForm << ", attempt " << attempt << ": "
                   << results[0] << " / " << results[1]);
       CHECK_THAT(results[0], Catch::StartsWith("OK status=Timeout") ||
                                  Catch::StartsWith("OK status=PeerFailed"));
@@ -80,7 +83,7 @@ TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buf
       if (results[1].find("rank0=right") != std::string::npos) continue;  // stopped too late
       exercised = true;
       CHECK_THAT(results[1], Catch::Contains("rank0=wrong"));
-      if (inlineForm == "1") {
+      if (inlineForm == "on") {
         // Only the read can tell: nothing else runs between the copy and the return.
         CHECK_THAT(results[1], Catch::StartsWith("OK status=Revoked") &&
                                    Catch::Contains("rank 0 took back the buffer being read"));
@@ -90,24 +93,24 @@ TEST_CASE("shared memory: a rank stopped mid-read fails rather than return a buf
                                    Catch::StartsWith("OK status=Timeout"));
       }
     }
-    INFO(memory << " memory, FTCOMM_INLINE=" << inlineForm);
+    INFO(memory << " memory, inline=" << inlineForm);
     CHECK(exercised);  // the watcher stopped rank 1 before its read in one of the runs
   }
 }
 
 TEST_CASE(
     "shared memory: buffers from allocMem give every collective's right result at 2-4 ranks") {
-  // Also with every collective whose posts are up to 16 MiB streamed through the inline slots,
-  // as on AMD Zen 5 (inline_plan.cc): the all-to-alls (and 2-rank allgathers) lend their
-  // allocMem inputs (whole, or chunk by chunk with FTCOMM_INLINE_LEND_WHOLE=0), every collective
-  // with FTCOMM_INLINE_LEND=1, none with 0; the peers read the lent parts from there instead of
-  // from the slots (inline_lend.cc), in place and not.
+  // Also with every collective whose posts are up to 16 MiB streamed through the inline slots
+  // (inline_post_max=16M): the all-to-alls (and 2-rank allgathers) lend their allocMem inputs
+  // (whole, or chunk by chunk with lend_whole=off), every collective with lend=all, none with
+  // lend=none; the peers read the lent parts from there instead of from the slots
+  // (inline_lend.cc), in place and not.
   const std::vector<std::vector<std::string>> settings = {
       {},
-      {"FTCOMM_INLINE_MAX_KIB=16384"},
-      {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND_WHOLE=0"},
-      {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND=0"},
-      {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND=1"}};
+      autoWith("inline_post_max=16M"),
+      autoWith("inline_post_max=16M,lend_whole=off"),
+      autoWith("inline_post_max=16M,lend=none"),
+      autoWith("inline_post_max=16M,lend=all")};
   for (const auto& env : settings) {
     for (int ranks : {2, 3, 4}) {
       for (const auto& result : runWithMemory("allocmem", "collectives", ranks, env)) {
@@ -125,10 +128,9 @@ TEST_CASE(
   // streams, the odd ranks lend and the even ones copy through their slots, so nobody may take
   // the whole collective at once (InlineCollective::lendsWhole), and each reads every peer's
   // chunk from where that peer's post says it is.
-  for (const std::string lend : {"", "1"}) {
+  for (const std::string lend : {"", ",lend=all"}) {
     for (int ranks : {2, 3, 4}) {
-      std::vector<std::string> env = {"FTCOMM_INLINE_MAX_KIB=16384"};
-      if (!lend.empty()) env.push_back("FTCOMM_INLINE_LEND=" + lend);
+      const std::vector<std::string> env = autoWith("inline_post_max=16M" + lend);
       for (const auto& result : runWithMemory("mixed", "collectives", ranks, env)) {
         INFO("ranks=" << ranks << " " << env.back());
         CHECK_THAT(result, Catch::StartsWith("OK"));
@@ -142,13 +144,13 @@ TEST_CASE(
     "waiting, never leaves the members waiting on the next, and the recorder says which lent") {
   // The scenario posts 60 pairs. With allocMem buffers at 3-4 ranks the allgather streams and
   // the all-to-all lends whole (at 2 ranks the broadcast streams and the allgather lends whole);
-  // mixed with FTCOMM_INLINE_LEND=1, the allgather and all-to-all stream and the broadcast lends
+  // mixed with lend=all, the allgather and all-to-all stream and the broadcast lends
   // whole. Before the fix (302e9f2), 2 of its 12 runs at 3-4 ranks hung on the next collective
   // until its 30-second deadline. Each member's flight recorder must then name the collectives it
   // lent, and those lent whole.
   const std::vector<std::pair<std::string, std::vector<std::string>>> settings = {
-      {"allocmem", {"FTCOMM_INLINE_MAX_KIB=16384"}},
-      {"mixed", {"FTCOMM_INLINE_MAX_KIB=16384", "FTCOMM_INLINE_LEND=1"}}};
+      {"allocmem", autoWith("inline_post_max=16M")},
+      {"mixed", autoWith("inline_post_max=16M,lend=all")}};
   for (const auto& [memory, env] : settings) {
     for (int ranks : {2, 3, 4}) {
       for (int run = 0; run < 3; ++run) {
@@ -164,15 +166,14 @@ TEST_CASE(
 TEST_CASE(
     "shared memory: broadcasts streamed in place of the direct form give every member the root's "
     "data, read whole from an allocMem root and copied from a heap one") {
-  // On AMD Zen 2 at 4 ranks, and at 3 to 4 MiB (on Intel at 3-4 ranks), a broadcast past one
-  // slot streams where the others go direct, and an allocMem root lends its buffer
-  // (InlineChunking::lends). Mixed:
+  // Under the zen2 profile at 4 ranks, and at 3 to 4 MiB, a broadcast past one slot streams where
+  // the others go direct, and an allocMem root lends its buffer (InlineChunking::lends). Mixed:
   // the odd ranks' buffers are allocMem, the even ones' heap, so lent and copied broadcasts
-  // alternate. On other processors these sizes go direct, or stream without lending; the results
-  // are checked all the same.
+  // alternate. The scenario checks what the recorder names against the plan.
   for (const std::string memory : {"allocmem", "mixed", "heap"}) {
     for (int ranks : {3, 4}) {
-      for (const auto& result : runWithMemory(memory, "streamed-broadcast", ranks, {})) {
+      for (const auto& result :
+           runWithMemory(memory, "streamed-broadcast", ranks, {"FTCOMM_TUNING=zen2"})) {
         INFO(memory << " memory, ranks=" << ranks);
         CHECK_THAT(result, Catch::StartsWith("OK"));
       }
@@ -183,23 +184,19 @@ TEST_CASE(
 TEST_CASE(
     "shared memory: a 2-rank broadcast's root lends or copies its heap buffer as it measured "
     "faster, and the other member reads it either way") {
-  // On Zen 2 (and anywhere with FTCOMM_INLINE_CHOOSE=1) a 2-rank broadcast past the inline
-  // limit streams, and a heap root chooses per call between lending its buffer (read whole with
-  // cross-memory attach) and copying it through its slot, plain or around the cache
-  // (PostChoice): its first calls of a size go each way twice. FTCOMM_INLINE_LEND=1 lends every
-  // time, 0 never; FTCOMM_INLINE_AROUND_CACHE=1 copies around the cache when it copies.
+  // Under the zen2 profile a 2-rank broadcast past the inline limit streams, and a heap root
+  // chooses per call between lending its buffer (read whole with cross-memory attach) and
+  // copying it through its slot, plain or around the cache (PostChoice): its first calls of a
+  // size go each way twice. lend=all lends every time, lend=none never; around_cache=always
+  // copies around the cache when it copies.
   const std::vector<std::pair<std::string, std::string>> settings = {
-      {"heap", ""},
-      {"heap", "FTCOMM_INLINE_LEND=1"},
-      {"heap", "FTCOMM_INLINE_LEND=0"},
-      {"heap", "FTCOMM_INLINE_AROUND_CACHE=1"},
-      {"mixed", ""},
-      {"allocmem", ""}};
+      {"heap", ""},  {"heap", "lend=all"}, {"heap", "lend=none"}, {"heap", "around_cache=always"},
+      {"mixed", ""}, {"allocmem", ""}};
   for (const auto& [memory, lend] : settings) {
     for (const auto& result : runWithMemory(memory, "streamed-broadcast", 2, choosing(lend))) {
       INFO(memory << " memory, " << (lend.empty() ? "chosen" : lend) << ": " << result);
       REQUIRE_THAT(result, Catch::StartsWith("OK"));
-      const bool heapLends = memory != "allocmem" && lend != "FTCOMM_INLINE_LEND=0";
+      const bool heapLends = memory != "allocmem" && lend != "lend=none";
       CHECK((result.find(" 0 heap roots lent") == std::string::npos) == heapLends);
     }
   }
@@ -214,11 +211,14 @@ TEST_CASE(
   // the victim's pidfd must fail them all the same. A survivor that sees the death first gives
   // its buffers back, so the other may fail with Revoked on its read of them instead (the
   // scenario accepts no other failure); one of them at least names the victim.
-  // allocMem's memory streamed through the slots, and lent (FTCOMM_INLINE_LEND=1) where the
-  // allgather streams (AMD Zen 5), and heap memory. Then the same with broadcasts from the
-  // victim (killed-root), which on Zen 2 stream and, from allocMem, are lent whole.
+  // allocMem's memory streamed through the slots, and lent (lend=all) where the allgather
+  // streams (the zen5 profile), and heap memory. Then the same with broadcasts from the victim
+  // (killed-root), which under zen2 stream and, from allocMem, are lent whole.
   const std::vector<std::pair<std::string, std::vector<std::string>>> settings = {
-      {"allocmem", {}}, {"allocmem", {"FTCOMM_INLINE_LEND=1"}}, {"heap", {}}};
+      {"allocmem", {"FTCOMM_TUNING=zen5"}},
+      {"allocmem", {"FTCOMM_TUNING=zen5,lend=all"}},
+      {"allocmem", {"FTCOMM_TUNING=zen2"}},
+      {"heap", {}}};
   for (const std::string scenario : {"killed-lender", "killed-root"}) {
     for (const auto& [memory, env] : settings) {
       auto results = runWithMemory(memory, scenario, 3, env, {}, /*keepSurvivors=*/true);
@@ -239,11 +239,10 @@ TEST_CASE(
 TEST_CASE(
     "shared memory: a 2-rank broadcast's root killed while its heap buffer is lent or copied "
     "fails the other member, never with a wrong block") {
-  // The root chooses per call (FTCOMM_INLINE_CHOOSE=1), or always lends its heap buffer to
-  // be read with cross-memory attach (FTCOMM_INLINE_LEND=1), or always copies it (=0), or
-  // copies it around the cache when it copies (FTCOMM_INLINE_AROUND_CACHE=1).
-  for (const std::string lend :
-       {"", "FTCOMM_INLINE_LEND=1", "FTCOMM_INLINE_LEND=0", "FTCOMM_INLINE_AROUND_CACHE=1"}) {
+  // The root chooses per call (the zen2 profile), or always lends its heap buffer to be read
+  // with cross-memory attach (lend=all), or always copies it (lend=none), or copies it around
+  // the cache when it copies (around_cache=always).
+  for (const std::string lend : {"", "lend=all", "lend=none", "around_cache=always"}) {
     auto results =
         runWithMemory("heap", "killed-root", 2, choosing(lend), {}, /*keepSurvivors=*/true);
     INFO((lend.empty() ? "chosen" : lend) << ": " << results[0]);
@@ -256,7 +255,7 @@ TEST_CASE(
 TEST_CASE(
     "shared memory: 2-rank collectives whose members choose per call how to post (lent, copied, "
     "copied around the cache) give every right result") {
-  // FTCOMM_INLINE_CHOOSE=1 (as on Zen 2): past the inline limit the broadcast, and from 512 KiB
+  // Under the zen2 profile: past the inline limit the broadcast, and from 512 KiB
   // the allgather and all-to-all, stream, and each member whose buffer the other cannot map
   // lends it (read with cross-memory attach) or copies it through its slot, as it measured
   // faster (PostChoice; in an allgather or all-to-all rank 1 takes rank 0's way), and each reads
@@ -266,10 +265,10 @@ TEST_CASE(
   // with allocMem ones.
   const std::vector<std::pair<std::string, std::string>> settings = {
       {"heap", ""},
-      {"heap", "FTCOMM_INLINE_LEND=1"},
-      {"heap", "FTCOMM_INLINE_LEND=0"},
-      {"heap", "FTCOMM_INLINE_AROUND_CACHE=1"},
-      {"heap", "FTCOMM_INLINE_AROUND_CACHE=0"},
+      {"heap", "lend=all"},
+      {"heap", "lend=none"},
+      {"heap", "around_cache=always"},
+      {"heap", "around_cache=never"},
       {"mixed", ""}};
   for (const auto& [memory, lend] : settings) {
     for (const auto& result : runWithMemory(memory, "collectives", 2, choosing(lend))) {
@@ -282,14 +281,16 @@ TEST_CASE(
 TEST_CASE(
     "shared memory: the members of a 2-rank allgather or all-to-all that may lend take rank 0's "
     "way of posting, and lend whole when it lends") {
-  // Rank 1 copies only around the cache (the scenario sets FTCOMM_INLINE_AROUND_CACHE=1 on it):
-  // choosing alone, it would lend at its 3rd and 4th call where rank 0 copies. Following rank 0,
-  // both copy at the first 4 calls (rank 0 tries plain copies, then copies around the cache),
-  // both lend whole at the 5th and 6th, and then take the same way at every call.
-  const auto results = run("agreed-exchanges", 2, {"FTCOMM_INLINE_CHOOSE=1"});
+  // Both plan with the zen2 profile. Rank 1 asks for copies around the cache only (the scenario
+  // sets FTCOMM_TUNING=zen2,around_cache=always on it), is told that rank 0's profile differs,
+  // and plans with rank 0's. Following rank 0, both copy at the first 4 calls (rank 0 tries plain
+  // copies, then copies around the cache), both lend whole at the 5th and 6th, and then take the
+  // same way at every call.
+  const auto results = run("agreed-exchanges", 2, {"FTCOMM_TUNING=zen2"});
   REQUIRE(results.size() == 2);
   for (const auto& result : results) {
-    CHECK_THAT(result, Catch::Matches("OK allgather CCCCWW[CW]{6} alltoall CCCCWW[CW]{6}"));
+    CHECK_THAT(result, Catch::Matches("OK allgather CCCCWW[CW]{6} alltoall CCCCWW[CW]{6} "
+                                      "profile zen2 [0-9a-f]{16}"));
   }
   CHECK(results[0] == results[1]);
 }

@@ -76,14 +76,14 @@ TEST_CASE("copyBytes copies every size at every alignment and writes nothing els
   }
 }
 
-TEST_CASE("the AMD copy, which processors before Zen 5 take, copies every size it is given",
+TEST_CASE("the vector-loop copy, which profiles with copy_loop_from take, copies every size",
           "[copy]") {
-  // copyBytes takes it only on those processors; here it runs wherever the tests do.
+  // copyBytes takes it only where the profile says; here it runs wherever the tests do.
   for (std::size_t bytes : kSizes) {
-    if (bytes < ftcomm::transport::kLoopFromBytes || bytes > (1u << 20)) continue;
+    if (bytes < 2048 || bytes > (1u << 20)) continue;
     for (std::size_t from = 0; from < 64; from += 9)
       for (std::size_t to = 0; to < 64; to += 11)
-        checkCopy(ftcomm::transport::detail::copyOnAmd, bytes, from, to);
+        checkCopy(ftcomm::transport::detail::copyInVectorLoop, bytes, from, to);
   }
 }
 
@@ -98,8 +98,11 @@ TEST_CASE("the copy around the cache copies every size at every alignment", "[co
 }
 
 TEST_CASE("a copy that is part of a larger move copies every size around its threshold", "[copy]") {
-  // Around the cache from 4 MiB on AMD before Zen 5, copyBytes elsewhere and below.
-  constexpr std::size_t kFrom = ftcomm::transport::kPartAroundCacheFromBytes;
+  // Around the cache from the policy's threshold, copyBytes below it.
+  constexpr std::size_t kFrom = std::size_t{4} << 20;
+  ftcomm::transport::CopyPolicy policy;
+  policy.partAroundCacheFrom = kFrom;
+  ftcomm::transport::setCopyPolicy(policy);
   for (std::size_t bytes : {std::size_t{4096}, kFrom - 1, kFrom, kFrom + 1, kFrom + 4093})
     for (std::size_t from = 0; from < 64; from += 27)
       for (std::size_t to = 0; to < 64; to += 31)
@@ -118,18 +121,6 @@ TEST_CASE("the copy in rep movsb pieces, which Zen 5 takes from 1 MiB, copies ev
 }
 
 #if defined(__x86_64__)
-TEST_CASE("processorFamily reads the family that the kernel reports", "[copy]") {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("cpu family", 0) != 0) continue;
-    const unsigned kernel = std::stoul(line.substr(line.find(':') + 1));
-    CHECK(ftcomm::transport::processorFamily() == kernel);
-    return;
-  }
-  WARN("no cpu family in /proc/cpuinfo: nothing to compare with");
-}
-
 TEST_CASE(
     "the AVX2 copy loops, plain and around the cache, copy every size from 128 bytes at "
     "every alignment",

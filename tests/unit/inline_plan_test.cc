@@ -1,6 +1,6 @@
-// The plan of an inline collective (core/inline_collective.h, inlineChunking): every chunk fits
-// its slot, the chunks cover the block exactly once, and the chunk sizes are the ones
-// core/inline_plan.cc says it uses on this processor.
+// The plan of an inline collective (core/inline_collective.h, inlineChunking) under every shipped
+// tuning profile, whatever the processor that runs the test: every chunk fits its slot, the
+// chunks cover the block exactly once, and the chunk sizes are the ones the profile names.
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -8,8 +8,8 @@
 
 #include "core/inline_collective.h"
 #include "core/inline_posts.h"
-#include "transport/cpu_vendor.h"
 #include "transport/shm/inline_area.h"
+#include "tuning/plan_table.h"
 
 using ftcomm::DataType;
 using ftcomm::dataTypeSize;
@@ -18,8 +18,18 @@ using ftcomm::detail::inlineChunking;
 using ftcomm::detail::InlineChunking;
 using ftcomm::detail::Posts;
 using ftcomm::detail::postsOf;
+using ftcomm::tuning::PlanTable;
 
 namespace {
+
+// A shipped profile resolved for `ranks` members.
+PlanTable shipped(const std::string& name, int ranks) {
+  const char* text = ftcomm::tuning::builtinProfileText(name);
+  REQUIRE(text != nullptr);
+  auto profile = ftcomm::tuning::parseProfile(text, name);
+  REQUIRE(profile.ok());
+  return PlanTable(*profile, ranks);
+}
 
 constexpr Collective kCollectives[] = {Collective::kAllReduce,     Collective::kBroadcast,
                                        Collective::kReduce,        Collective::kAllGather,
@@ -39,19 +49,21 @@ std::vector<std::size_t> countsFor(std::size_t es) {
 
 }  // namespace
 
-TEST_CASE("every inline plan's chunks fit their slot and cover each block once") {
+TEST_CASE("every shipped profile's inline plans fit their slot and cover each block once") {
+  const std::string name = GENERATE(from_range(ftcomm::tuning::builtinProfileNames()));
   const DataType dtype = GENERATE(DataType::kFloat32, DataType::kFloat16, DataType::kInt64);
   const int ranks = GENERATE(1, 2, 3, 4, 5, 8);
   const std::size_t es = dataTypeSize(dtype);
+  const PlanTable table = shipped(name, ranks);
   for (Collective collective : kCollectives) {
     const bool pieces = postsOf(collective) == Posts::kBlocks;
     for (std::size_t count : countsFor(es)) {
       // A reduce-scatter's and an all-to-all's count is that of one member's block.
-      const InlineChunking plan = inlineChunking(collective, count, dtype, ranks, true);
+      const InlineChunking plan = inlineChunking(table, collective, count, dtype, ranks, true);
       if (plan.chunks == 0 || plan.direct) continue;
-      INFO("collective " << static_cast<int>(collective) << ", " << ranks << " ranks, " << count
-                         << " elements of " << es << " bytes: " << plan.chunks << " chunks of "
-                         << plan.step << " bytes, block " << plan.block);
+      INFO(name << ": collective " << static_cast<int>(collective) << ", " << ranks << " ranks, "
+                << count << " elements of " << es << " bytes: " << plan.chunks << " chunks of "
+                << plan.step << " bytes, block " << plan.block);
       REQUIRE(plan.step % es == 0);
       REQUIRE(plan.step * (pieces ? static_cast<std::size_t>(ranks) : 1) <=
               ftcomm::shm::kInlineBytes);
@@ -65,39 +77,80 @@ TEST_CASE("every inline plan's chunks fit their slot and cover each block once")
   }
 }
 
-TEST_CASE("a streamed collective moves the chunk size this processor's plan names") {
+TEST_CASE("a streamed collective moves the chunk size its profile names") {
   const std::size_t mib = std::size_t{1} << 20;
-  const bool zen5 = ftcomm::transport::amdZen5OrLater();
-  // A 1 MiB reduce of float32 at 2 ranks streams on every processor (to 2 MiB elsewhere, to
-  // 64 MiB on Zen 5).
-  const InlineChunking two =
-      inlineChunking(Collective::kReduce, mib / 4, DataType::kFloat32, 2, true);
-  REQUIRE(two.chunks > 1);
-  REQUIRE(!two.direct);
-  // Zen 5: 512 KiB chunks (inline_plan.cc, slotUse); elsewhere 64 KiB chunks.
+  // A 1 MiB reduce of float32 at 2 ranks streams under every shipped profile.
+  for (const std::string& name : ftcomm::tuning::builtinProfileNames()) {
+    INFO(name);
+    const InlineChunking two =
+        inlineChunking(shipped(name, 2), Collective::kReduce, mib / 4, DataType::kFloat32, 2, true);
+    REQUIRE(two.chunks > 1);
+    REQUIRE(!two.direct);
+    REQUIRE(two.step == (name == "zen5" ? std::size_t{512} << 10 : std::size_t{64} << 10));
+  }
   const std::size_t zen5Chunk = std::size_t{512} << 10;
-  REQUIRE(two.step == (zen5 ? zen5Chunk : std::size_t{64} << 10));
-  if (zen5) {
-    // An all-to-all's post holds a chunk of every member's block: 512 KiB each at 4 ranks.
-    const InlineChunking blocks =
-        inlineChunking(Collective::kAllToAll, mib / 4, DataType::kFloat32, 4, true);
-    REQUIRE(blocks.chunks == 2);
-    REQUIRE(blocks.step == zen5Chunk);
-    // A 16 MiB allreduce at 2 ranks streams in chunks of the same size.
-    const InlineChunking large =
-        inlineChunking(Collective::kAllReduce, 16 * mib / 4, DataType::kFloat32, 2, true);
-    REQUIRE(large.step == zen5Chunk);
-    // A post of one whole chunk goes in one.
-    const InlineChunking whole =
-        inlineChunking(Collective::kAllReduce, zen5Chunk / 4, DataType::kFloat32, 2, true);
-    REQUIRE(whole.chunks == 1);
+  // zen5: an all-to-all's post holds a chunk of every member's block: 512 KiB each at 4 ranks.
+  const InlineChunking blocks = inlineChunking(shipped("zen5", 4), Collective::kAllToAll, mib / 4,
+                                               DataType::kFloat32, 4, true);
+  REQUIRE(blocks.chunks == 2);
+  REQUIRE(blocks.step == zen5Chunk);
+  // A 16 MiB allreduce at 2 ranks streams in chunks of the same size.
+  const PlanTable zen5 = shipped("zen5", 2);
+  const InlineChunking large =
+      inlineChunking(zen5, Collective::kAllReduce, 16 * mib / 4, DataType::kFloat32, 2, true);
+  REQUIRE(large.step == zen5Chunk);
+  // A post of one whole chunk goes in one.
+  const InlineChunking whole =
+      inlineChunking(zen5, Collective::kAllReduce, zen5Chunk / 4, DataType::kFloat32, 2, true);
+  REQUIRE(whole.chunks == 1);
+  // generic: the same allreduce goes to the direct algorithms past 256 KiB.
+  const InlineChunking generic = inlineChunking(shipped("generic", 2), Collective::kAllReduce,
+                                                16 * mib / 4, DataType::kFloat32, 2, true);
+  REQUIRE(generic.chunks == 0);
+}
+
+TEST_CASE("zen2's bands: 2-rank members choose, broadcasts stream in place of the direct form") {
+  const std::size_t mib = std::size_t{1} << 20;
+  const PlanTable two = shipped("zen2", 2);
+  // A 1 MiB broadcast streams in whole-slot chunks, its root choosing how to post.
+  const InlineChunking broadcast =
+      inlineChunking(two, Collective::kBroadcast, mib / 8, DataType::kFloat64, 2, true);
+  REQUIRE(broadcast.chunks == 4);
+  REQUIRE(broadcast.lends);
+  REQUIRE(broadcast.chooses);
+  REQUIRE(broadcast.choosesCopy);
+  // Where the peers cannot be read, it lends only buffers they map: no choosing.
+  REQUIRE(
+      !inlineChunking(two, Collective::kBroadcast, mib / 8, DataType::kFloat64, 2, false).chooses);
+  // A 64 KiB allgather goes to the direct form; from 512 KiB of result it streams and chooses.
+  REQUIRE(inlineChunking(two, Collective::kAllGather, 8192, DataType::kFloat32, 2, true).direct);
+  const InlineChunking gather =
+      inlineChunking(two, Collective::kAllGather, mib / 8, DataType::kFloat64, 2, true);
+  REQUIRE(gather.chooses);
+  // 4 ranks: a 4 MiB broadcast streams, lending only mapped buffers; 3 ranks: direct past 4 MiB.
+  const InlineChunking four = inlineChunking(shipped("zen2", 4), Collective::kBroadcast, mib / 2,
+                                             DataType::kFloat64, 4, true);
+  REQUIRE(four.lends);
+  REQUIRE(!four.chooses);
+  REQUIRE(
+      inlineChunking(shipped("zen2", 3), Collective::kBroadcast, mib, DataType::kFloat64, 3, true)
+          .direct);
+  // No other profile lets members choose.
+  for (const std::string& name : ftcomm::tuning::builtinProfileNames()) {
+    if (name == "zen2") continue;
+    INFO(name);
+    REQUIRE(!inlineChunking(shipped(name, 2), Collective::kBroadcast, mib / 8, DataType::kFloat64,
+                            2, true)
+                 .chooses);
   }
 }
 
 TEST_CASE("a collective of up to 1 KiB runs inline in one chunk and chooses nothing") {
   // inlineChunking decides these before looking up the limits and choices (inline_plan.cc,
   // kSmallTotal); the general rules, just past that size, must agree.
+  const std::string name = GENERATE(from_range(ftcomm::tuning::builtinProfileNames()));
   const int ranks = GENERATE(1, 2, 3, 4, 8);
+  const PlanTable table = shipped(name, ranks);
   for (Collective collective : kCollectives) {
     const std::size_t perRank = collective == Collective::kAllGather ? ranks : 1;
     for (std::size_t total :
@@ -106,9 +159,9 @@ TEST_CASE("a collective of up to 1 KiB runs inline in one chunk and chooses noth
           total / 4 / perRank / (postsOf(collective) == Posts::kBlocks ? ranks : 1);
       if (count == 0) continue;
       const InlineChunking plan =
-          inlineChunking(collective, count, DataType::kFloat32, ranks, true);
-      INFO("collective " << static_cast<int>(collective) << ", " << ranks << " ranks, " << count
-                         << " float32");
+          inlineChunking(table, collective, count, DataType::kFloat32, ranks, true);
+      INFO(name << ": collective " << static_cast<int>(collective) << ", " << ranks << " ranks, "
+                << count << " float32");
       REQUIRE(plan.chunks == 1);
       REQUIRE(!plan.direct);
       REQUIRE(!plan.lends);
@@ -119,7 +172,7 @@ TEST_CASE("a collective of up to 1 KiB runs inline in one chunk and chooses noth
     }
   }
   const InlineChunking barrier =
-      inlineChunking(Collective::kBarrier, 0, DataType::kFloat32, 4, true);
+      inlineChunking(shipped(name, 4), Collective::kBarrier, 0, DataType::kFloat32, 4, true);
   REQUIRE(barrier.chunks == 1);
   REQUIRE(barrier.block == 0);
 }

@@ -47,12 +47,9 @@ class DirectAllReduce final : public DirectTask {
     // not from allocMem), and the slice is small enough to stay in cache until they have: it is
     // reduced into a staging buffer that they map, and copied into the result from there. The
     // peers read a mapping then, not pages pinned per call; the copy costs one more pass over
-    // the slice. Measured against the result buffer itself (heap buffers, alternating runs,
-    // 2026-12-02): 4 ranks 1 MiB 665-739 against 766-1587 us, 2 MiB 1576-2221 against
-    // 2074-3333 us (1.08-1.50x OpenMPI against 0.77-1.15x, 3 runs); 2 ranks 512 KiB-2 MiB
-    // 1.09-1.19x against 0.98-1.14x; even at 4 ranks 4-8 MiB and at 2 ranks 4-8 MiB; from
-    // 16 MiB (slices of 4 MiB and more), where memory bandwidth bounds the allreduce, the extra
-    // pass cost 10-20%, so larger slices stay where they were.
+    // the slice: it gained up to a third at 1-2 MiB, and from slices of 4 MiB, where memory
+    // bandwidth bounds the allreduce, the extra pass cost 10-20%, so larger slices stay where
+    // they were.
     const std::size_t slice = slices_.length(rank_);
     std::byte* result = recvBytes() + slices_.start(rank_);
     if (slice > 0 && slice <= kStagedSliceBytes && !transport.mappedForPeers(result, slice)) {

@@ -14,16 +14,6 @@ namespace {
 
 constexpr std::size_t kPiece = 128 * 1024;
 
-// From this many bytes of this member's slice of the result on, the last reduction of each piece
-// writes it around the cache, on AMD before Zen 5 (where copies within large moves go around it
-// too): plain stores would first read every line from memory, once the collective's buffers
-// outgrow the L3. On the Zen 2 VM (16 MiB L3), 2 ranks, heap buffers, against plain stores:
-// allreduce 4-64 MiB 3-25% faster, reduce 4-64 MiB 8-15%, reduce-scatter 8-64 MiB 13-19% (4
-// MiB the same); from slices of 1 MiB the 2 MiB allreduce and reduce-scatter were slower (423
-// against 323 us, 261 against 249). At 4 ranks the 8 MiB allreduce (slices of 2 MiB) read 6655
-// against 7275 us in 6 runs, within that rank count's noise.
-constexpr std::size_t kResultAroundCacheFromBytes = std::size_t{2} << 20;
-
 }  // namespace
 
 Status DirectTask::foldPeerInputs(std::byte* into, const std::byte* own, std::uint64_t offset,
@@ -45,11 +35,11 @@ Status DirectTask::foldPeerInputs(std::byte* into, const std::byte* own, std::ui
   // Uninitialized: zeroing it would cost as much as a small collective.
   if (!scratch_ && copies) scratch_.reset(new std::byte[std::min(pieceBytes, bytes)]);
   // A large result is written around the cache by the last reduction of each piece (the ones
-  // before read it back; kResultAroundCacheFromBytes). Not for an average, whose division reads
-  // the piece again at once.
+  // before read it back), from the copy policy's resultAroundCacheFrom. Not for an average, whose
+  // division reads the piece again at once.
   const int last = rank_ == n_ - 1 ? n_ - 2 : n_ - 1;
   const bool aroundCache =
-      bytes >= kResultAroundCacheFromBytes && transport::loopCopies() && args_.op != ReduceOp::kAvg;
+      bytes >= transport::copyPolicy().resultAroundCacheFrom && args_.op != ReduceOp::kAvg;
   for (std::size_t done = 0; done < bytes; done += pieceBytes) {
     const std::size_t now = std::min(pieceBytes, bytes - done);
     const std::byte* first = own + done;  // what the next peer's piece is reduced with

@@ -69,6 +69,10 @@ struct CommOptions {
   bool replacement = false;
   // reconfigure() refuses to continue with fewer members; 0: FTCOMM_MIN_WORLD_SIZE, else 1.
   int minSize = 0;
+  // The tuning profile: `generic`, `auto`, a shipped profile's name or a rules file's path,
+  // optionally followed by `,KEY=VALUE` overrides of its settings; empty: FTCOMM_TUNING, else
+  // auto. Every member plans with rank 0's (a member whose own differs is told so once).
+  std::string tuning;
 };
 
 struct ReconfigureOptions {
@@ -129,6 +133,8 @@ class Communicator {
   std::uint64_t epoch() const;
   std::uint64_t id() const;
   const std::string& name() const;
+  // The tuning profile the members agreed on: its name and hash ("zen5 3f0c...").
+  std::string tuningProfile() const;
   // Members by rank as ranks of the parent (a root communicator: of the world, i.e. itself).
   const std::vector<int>& parentRanks() const;
   const std::vector<int>& worldRanks() const;

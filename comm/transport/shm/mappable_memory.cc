@@ -41,10 +41,9 @@ void writeEntry(RegionEntry& entry, std::uint64_t base, std::uint64_t length, st
 }
 
 // Set in a child after fork() (pthread_atfork), where the table's pages are still its parent's:
-// its allocations stay out of the table, its frees leave it alone. Until 2026-12-04 each check
-// compared getpid() with the table's maker, and listed() runs on every collective that may lend
-// its input (core/inline_lend.cc): that system call cost 3 us a call on the Zen 5 VM (a 2-rank
-// 512 KiB allgather of allocMem buffers, lent: 10.3-10.6 us with it, 7.2-7.4 without).
+// its allocations stay out of the table, its frees leave it alone. A flag rather than a getpid()
+// comparison: listed() runs on every collective that may lend its input (core/inline_lend.cc),
+// and that system call cost a 512 KiB allgather a third of its time where measured.
 std::atomic<bool> inForkedChild{false};
 
 void markForkedChild() {
