@@ -77,7 +77,15 @@ void Engine::wake() {
 void Engine::run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    if (pollLocked()) continue;
+    if (pollLocked()) {
+      // Something moved, and more may: poll again, but let a thread that waits for the mutex (a
+      // caller posting its next operation) in between, and where processes outnumber cores,
+      // the process this one waits for.
+      lock.unlock();
+      if (oversubscribed()) ::sched_yield();
+      lock.lock();
+      continue;
+    }
     auto until = Clock::now() + std::chrono::seconds(1);
     for (const auto& op : ops_) until = std::min(until, op->failing ? op->settleBy : op->deadline);
     if (!releaseSpinLocked(Clock::now(), until)) continue;

@@ -138,6 +138,41 @@ const std::byte* InlineCollective::source(int rank) const {
   return payload(rank) + piece * chunkBytes();
 }
 
+bool InlineCollective::returnsAtPost() const {
+  return collective_ == algorithms::Collective::kBroadcast && rank_ == args_.root && n_ > 1 &&
+         plan_.chunks == 1 && !plan_.direct && !lendable_;
+}
+
+Result<bool> InlineCollective::checkPostedOnlyRound() {
+  if (index_ <= 2) return true;
+  shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
+  const int previous = slot_;
+  const std::uint64_t round = index_ - 2;
+  if (mine.postedOnly[previous].load(std::memory_order_relaxed) != round ||
+      mine.consumed[previous].load(std::memory_order_relaxed) >= round) {
+    return true;
+  }
+  const shm::InlineSlot& own = mine.slots[previous];
+  for (int p = 0; p < n_; ++p) {
+    if (p == rank_) continue;
+    const shm::InlineSlot& slot = group_.areas[static_cast<std::size_t>(p)]->slots[previous];
+    if (slot.index.load(std::memory_order_acquire) != round) {
+      wakePeers();
+      return false;
+    }
+    if (slot.seq != own.seq || !sameWords(slot.signature, own.signature)) {
+      return Status(StatusCode::kMismatch,
+                    "rank " + std::to_string(p) + " called " + describeWords(slot.signature) +
+                        " (#" + std::to_string(slot.seq) + ") where rank " + std::to_string(rank_) +
+                        " called " + describeWords(own.signature) + " (#" +
+                        std::to_string(own.seq) + ")");
+    }
+  }
+  mine.consumed[previous].store(round, std::memory_order_release);
+  woken_ = false;
+  return true;
+}
+
 bool InlineCollective::mayPost() const {
   if (index_ <= 2) return true;
   // Every member must have read this member's previous post in this slot (index - 2): the
@@ -237,12 +272,24 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
       return false;
     }
     if (!posted_) {
+      Result<bool> checked = checkPostedOnlyRound();
+      if (!checked.ok() || !*checked) return checked;
       if (followsLeader_) {
         Result<bool> taken = takeLeadersWay();
         if (!taken.ok() || !*taken) return taken;
       }
       if (!mayPost()) return false;
       post();
+      if (returnsAtPost()) {
+        group_.areas[static_cast<std::size_t>(rank_)]->postedOnly[slot_].store(
+            index_, std::memory_order_relaxed);
+        wakePeers();
+        ++chunk_;
+        ++index_;
+        slot_ = 1 - slot_;
+        posted_ = false;
+        return true;
+      }
     }
     for (; next_ < n_; ++next_) {
       if (next_ == rank_) continue;
@@ -386,11 +433,17 @@ Result<bool> InlineTask::advance() {
       return Status(s.code(), "rank " + std::to_string(p) + ": " + s.message());
     }
   }
-  // A few chunks at a time (4 of 64 KiB, or one of Zen 5's larger ones): the engine's mutex is
+  // A few chunks at a time (4 of 64 KiB, or one larger one): the engine's mutex is
   // held meanwhile, and a long collective must not keep the calling threads of other operations
   // out for its whole duration.
   constexpr std::size_t kSmallChunk = std::size_t{64} << 10;
-  return run_.poll(run_.step() > kSmallChunk ? 1 : 4);
+  const std::uint64_t before = run_.chunksDone();
+  Result<bool> done = run_.poll(run_.step() > kSmallChunk ? 1 : 4);
+  if (!done.ok() || *done) return done;
+  const auto now = std::chrono::steady_clock::now();
+  if (run_.chunksDone() != before) moved_ = now;
+  streaming_ = run_.chunksDone() > 0 && now - moved_ < kStreamPatience;
+  return done;
 }
 
 }  // namespace ftcomm::detail

@@ -6,9 +6,9 @@
 //
 // An all-to-all (at 2 ranks an allgather too) that streams (more than one chunk), or at 2 ranks
 // whose posts are large (lendable), lends where it can instead (inline_lend.cc; every collective
-// with FTCOMM_INLINE_LEND=1): a member whose input is allocMem memory, which the peers map, posts
-// its send buffer's address and no data, the peers read its chunks straight from there (one copy
-// instead of two), and it returns once they have read the last one. Each member decides alone
+// under the profile's `lend all`): a member whose input is allocMem memory, which the peers map,
+// posts its send buffer's address and no data, the peers read its chunks straight from there (one
+// copy instead of two), and it returns once they have read the last one. Each member decides alone
 // (but where members choose per call whether to lend: agrees()); a reader takes each peer's
 // chunk from wherever that peer's post says it is. Where every
 // member lends, they all read everything in the first round (lendsWhole).
@@ -37,24 +37,26 @@
 #include "recorder/op_progress.h"
 #include "transport/op_signature.h"
 #include "transport/shm/shm_domain.h"
+#include "tuning/plan_table.h"
 
 namespace ftcomm::detail {
 
 // A communicator's inline areas: fixed at creation.
 struct InlineGroup {
-  std::shared_ptr<shm::ShmDomain> domain;  // keeps the mappings alive
-  std::vector<shm::InlineArea*> areas;     // by rank
-  std::vector<int> members;                // the domain member of each rank
-  std::vector<std::uint16_t> channels;     // each rank's receive channel: its loan channel
+  std::shared_ptr<const tuning::PlanTable> tuning;  // the communicator's agreed profile
+  std::shared_ptr<shm::ShmDomain> domain;           // keeps the mappings alive
+  std::vector<shm::InlineArea*> areas;              // by rank
+  std::vector<int> members;                         // the domain member of each rank
+  std::vector<std::uint16_t> channels;              // each rank's receive channel: its loan channel
 };
 
 // The group of a communicator with these domain members and, by rank, the inline area each
 // member gave it and its receive channel; null where inline collectives cannot run: a member
-// elsewhere, an area missing (-1), or FTCOMM_INLINE=0.
-std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::ShmDomain>& domain,
-                                                   const std::vector<int>& members,
-                                                   const std::vector<int>& areas,
-                                                   const std::vector<std::uint16_t>& channels);
+// elsewhere, an area missing (-1), or the profile's `inline off`.
+std::shared_ptr<const InlineGroup> makeInlineGroup(
+    const std::shared_ptr<const tuning::PlanTable>& tuning,
+    const std::shared_ptr<shm::ShmDomain>& domain, const std::vector<int>& members,
+    const std::vector<int>& areas, const std::vector<std::uint16_t>& channels);
 
 // How a collective runs inline: `chunks` rounds, each over `step` bytes of every block (the
 // input, or each member's block of it for reduce-scatter and all-to-all). None (0 chunks) when it
@@ -67,20 +69,19 @@ std::shared_ptr<const InlineGroup> makeInlineGroup(const std::shared_ptr<shm::Sh
 // once every member that reads its buffers has done so. One chunk; cheaper by the two message
 // rounds (about 3 us here), which mattered from 32 KiB to 1 MiB.
 //
-// `lends`: streamed where the direct form would run otherwise (a broadcast on Zen 2 and Intel,
-// at 2 ranks on Zen 2 an allgather and all-to-all: inline_plan.cc), so a member whose input the
-// peers map lends it (mayLend), and where all that post data do, they read it whole, as the
-// direct form would.
+// `lends`: streamed where the direct form would run otherwise (a profile band with lend=mapped
+// or lend=choose), so a member whose input the peers map lends it (mayLend), and where all that
+// post data do, they read it whole, as the direct form would.
 //
 // `chooses`: one that `lends`, in which a member whose input the peers cannot map (a broadcast's
 // root, an allgather's or all-to-all's members) may lend it too (read with cross-memory attach,
 // whole where every member lends, as the direct form does) or copy it through the slots, call by
 // call, whichever of those it measured fastest (PostChoice). Where the direct form's read and
-// streaming each win in some runs (2 ranks on Zen 2: inline_choosing.cc).
+// streaming each win in some runs (a band with lend=choose).
 //
 // `choosesCopy`: a member that copies its input into its slots chooses, call by call, between
-// plain stores and stores around the cache, whichever it measured faster (PostChoice; 2 ranks on
-// Zen 2: inline_choosing.cc). Every member chooses for itself: a post reads the same either way.
+// plain stores and stores around the cache, whichever it measured faster (PostChoice; a band with
+// copy=choose). Every member chooses for itself: a post reads the same either way.
 struct InlineChunking {
   std::uint64_t chunks = 0;
   std::size_t block = 0;  // bytes of the input, or of one block
@@ -91,8 +92,8 @@ struct InlineChunking {
   bool choosesCopy = false;
 };
 // `peersReadable`: this process may read the peers' memory (the direct form needs it).
-InlineChunking inlineChunking(algorithms::Collective collective, std::size_t count, DataType dtype,
-                              int ranks, bool peersReadable);
+InlineChunking inlineChunking(const tuning::PlanTable& tuning, algorithms::Collective collective,
+                              std::size_t count, DataType dtype, int ranks, bool peersReadable);
 
 // Writes this member's announcement for collective `seq`, which it runs with messages.
 void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
@@ -143,11 +144,19 @@ class InlineCollective {
   const std::byte* source(int rank) const;
   // This member posts no data and reads its input from the send buffer (a reduce's root).
   bool keepsInput() const;
+  // A broadcast's root of one chunk that neither lends nor goes direct: it reads nothing, so it
+  // returns once its data is posted, as an MPI root may; the peers' posts of that round are
+  // checked before this member posts into the same slot again (checkPostedOnlyRound).
+  bool returnsAtPost() const;
+  // Before each post: where this slot's last round (index - 2) was such a root's, the peers'
+  // posts of that round carry the same collective (else Mismatch, naming it), and the round is
+  // then marked read, so that the peers may post into the slot again. False while a peer has
+  // yet to post it. The slot's rounds run in order, so none is missed.
+  Result<bool> checkPostedOnlyRound();
   // This member reads its own part of each chunk from its input rather than from its post, a
   // copy of it: a load from the post waits for the post's stores, which wait for the lines the
-  // peers poll (on AMD EPYC Zen 5, a tenth of an 8-byte allreduce's samples sat on that load;
-  // reading the input took the 2-rank call from 0.65 to 0.48 us, 4-64 KiB allreduces 25-40%
-  // faster, and streamed 1-16 MiB allreduces 20-30%). Not where the input is overwritten before
+  // peers poll, which cost small allreduces a quarter of their time and streamed ones a fifth
+  // where measured (docs/tuning.md). Not where the input is overwritten before
   // it is read (in place, except where that cannot happen), nor in the direct form or a loan,
   // which read the input anyway.
   bool readsOwnInput() const;
@@ -160,7 +169,7 @@ class InlineCollective {
   // that the peers map (allocMem): this member posts no data, the peers read its chunks
   // straight out of its send buffer, and it returns once they are done. Not where the member
   // writes what its peers read meanwhile; an all-to-all, or an allgather at 2 ranks, unless
-  // FTCOMM_INLINE_LEND says otherwise (inline_lend.cc). kChoose: a member (a broadcast's root,
+  // the profile's `lend` says otherwise (inline_lend.cc). kChoose: a member (a broadcast's root,
   // an allgather's or all-to-all's) whose input the peers cannot map, where the plan lets it
   // choose (InlineChunking::chooses): PostChoice decides per call.
   enum class Lending { kNo, kYes, kChoose };
@@ -249,18 +258,23 @@ class InlineCollective {
 };
 
 // An inline collective on the engine (the caller's spin did not finish it).
+// While its chunks move (one moved within kStreamPatience), it has more work: the progress thread
+// polls on instead of sleeping until a peer wakes it, which would cost a wake-up per chunk.
 class InlineTask final : public algorithms::CollectiveTask {
  public:
+  static constexpr auto kStreamPatience = std::chrono::microseconds(1000);
   // What the caller's polls found wrong never comes here (submit_inline.cc fails the call).
   InlineTask(transport::Transport& transport, InlineCollective run)
-      : transport_(transport), run_(std::move(run)) {}
+      : transport_(transport), run_(std::move(run)), moved_(std::chrono::steady_clock::now()) {}
   // A peer that died fails it (nothing else involves the peer: no request waits on it).
   Result<bool> advance() override;
-  bool hasMoreWork() const override { return run_.stoppedAtLimit(); }
+  bool hasMoreWork() const override { return run_.stoppedAtLimit() || streaming_; }
 
  private:
   transport::Transport& transport_;
   InlineCollective run_;
+  std::chrono::steady_clock::time_point moved_;  // when a chunk was last done
+  bool streaming_ = true;                        // a chunk was done within kStreamPatience
 };
 
 }  // namespace ftcomm::detail

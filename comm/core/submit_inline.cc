@@ -17,26 +17,10 @@ constexpr auto kStreamSpin = std::chrono::microseconds(1000);
 // Polls between clock readings (a reading costs as much as a poll here).
 constexpr unsigned kPollsPerClock = 8;
 // Polls after the first before the clock and the engine's spin bookkeeping start: a collective
-// whose peers call within a few hundred nanoseconds ends within them (an 8-byte allreduce at 2
-// ranks on AMD EPYC: the two clock readings and two locks of the engine's mutex that it then
-// skips took about a tenth of its time). Back to back, without a pause between them: a pause
-// costs 42 ns on the Zen 2 VMs, two polls' worth, and a post that lands meanwhile waits for it.
-// 64 polls take about as long as the 16 with a pause did until 2026-12-05; without the pause
-// the 8-byte allreduce took 0.34-0.35 against 0.36-0.37 us (2 ranks, Zen 2, fast hand-over:
-// docs/BENCHMARKS.md).
+// whose peers call within a few hundred nanoseconds ends within them, without the clock readings
+// and engine locks it then skips. Back to back, without a pause between them: a pause costs as
+// much as two polls on some VMs, and a post that lands meanwhile waits for it.
 constexpr unsigned kQuickPolls = 64;
-// A collective streamed through the slots runs in the calling thread up to this many bytes per
-// block (a few milliseconds here, and only while its chunks move: kStreamSpin); a larger one
-// goes to the engine at once, so that the call returns, and streams from there (driven by
-// whichever thread waits on it). 2 MiB until 2026-12-02: on AMD Zen 5, where collectives stream
-// to 16 MiB (inline_plan.cc), streaming 4-16 MiB from the engine fell to 0.12-0.5x OpenMPI in
-// one run in three or four (the caller and the engine's thread contend for the two cores), and
-// from the calling thread it did not (2 ranks, 8 alternating runs: allreduce 16 MiB 2.36-2.75x
-// against 0.12-2.06x from the engine). 16 MiB until 2026-12-02 17:10 UTC: at 32-64 MiB, streamed
-// from the calling thread, every collective beat the direct algorithms on Zen 5 where from the
-// engine it had fallen into the same slow runs (inline_plan.cc). A 64 MiB call then returns once
-// it is done, 5-11 ms at 2 ranks, instead of handing off at once.
-constexpr std::size_t kCallerStreamBytes = std::size_t{64} << 20;
 
 void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -89,10 +73,12 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
   InlineCollective run(*comm->inlineGroup, comm->rank, call.collective, call.args, chunking,
                        comm->inlineCount + 1, seq, signature, progress.get());
   comm->inlineCount += chunking.chunks;
-  // Past kCallerStreamBytes the collective streams from the engine and the call returns at
-  // once. Up to it, it runs here. The first chunk is posted under the mutex (posts go out in
-  // sequence order); the rest streams without it.
-  if (chunking.chunks * chunking.step > kCallerStreamBytes) {
+  // Past the profile's caller_bytes the collective progresses on the engine (and in wait()) and
+  // the call returns at once, so that the caller's work overlaps it; caller_only keeps every
+  // collective here. Up to it, it runs here. The first chunk is posted under the mutex (posts go
+  // out in sequence order); the rest streams without it.
+  const tuning::Settings& settings = comm->inlineGroup->tuning->settings();
+  if (!settings.callerOnly && chunking.chunks * chunking.step > settings.callerBytes) {
     return handOff(comm, call, timeout, seq, std::move(progress), std::move(run), Status::Ok(),
                    Clock::now(), lock);
   }

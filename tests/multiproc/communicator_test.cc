@@ -53,8 +53,9 @@ TEST_CASE("communicator: small collectives inline: a late member, several at onc
 }
 
 TEST_CASE("communicator: ranks that each call themselves a broadcast's root all fail") {
-  // Inline (shared memory) the posts' signatures differ. With messages (FTCOMM_TRANSPORT=ucx)
-  // each root sends and none receives, so nothing catches it (README, Mismatch: a known gap).
+  // Inline (shared memory) each root returns once it posted, and its next collective finds that
+  // the posts' signatures differ. With messages (FTCOMM_TRANSPORT=ucx) each root sends and none
+  // receives, so nothing catches it (README, Mismatch: a known gap).
   if (transportIsUcx()) return;
   for (const auto& result : run("mismatch-roots", 2)) {
     CHECK_THAT(result, Catch::StartsWith("OK status=Mismatch"));

@@ -25,10 +25,9 @@
 
 namespace ftcomm::shm {
 
-// The most bytes one member posts for one inline collective, or for one chunk of a streamed one.
-// 256 KiB until 2026-12-03, 512 KiB until 2026-12-04; how much of it a collective uses is
-// core/inline_plan.cc's choice (on AMD Zen 5 512 KiB, and 512 KiB of every block for all-to-all
-// and reduce-scatter to 4 ranks; 256 KiB elsewhere). Only the headers of a segment's areas are
+// The most bytes one member posts for one inline collective, or for one chunk of a streamed one;
+// how much of it a collective uses is the tuning profile's (chunk, whole and room of its band).
+// Only the headers of a segment's areas are
 // written when it is made, so the payloads take memory only where a communicator posts.
 constexpr std::size_t kInlineBytes = std::size_t{2} << 20;
 // Inline areas per segment: the world of the epoch has area 0, split children take the next.
@@ -65,6 +64,10 @@ static_assert(offsetof(InlineSlot, payload) == 64, "a slot's header is one cache
 struct alignas(64) InlineArea {
   // The last index of each slot whose posts this member finished reading.
   std::atomic<std::uint64_t> consumed[2] = {};
+  // By slot, the last round this member posted without reading the others' posts (a
+  // broadcast's root that returned at its post); its next post into that slot reads them first.
+  // Written and read by this member only.
+  std::atomic<std::uint64_t> postedOnly[2] = {};
   // A collective this member runs with messages: its sequence number (0 while being written)
   // and signature.
   alignas(64) std::atomic<std::uint64_t> announced{0};
