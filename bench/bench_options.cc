@@ -21,6 +21,7 @@ constexpr const char* kUsage =
     "       [--offset BYTES] (buffers start BYTES, a multiple of 4, past a 64-byte boundary)\n"
     "       [--rewrite-inputs] (a store into every cache line of the input before each call)\n"
     "       [--fresh-inputs] (the same stores untimed, then a barrier; each call timed alone)\n"
+    "       [--overlap] (ftcomm alone: post, sleep for the call's own time, wait; overlap in %)\n"
     "       [--window allocate|heap|allocmem] (put and get: the window's memory)\n"
     "  Sizes take K, M, G (or KiB, MiB, GiB). Run it under mpirun, one process per rank.\n";
 
@@ -95,6 +96,8 @@ Options parse(int argc, char** argv) {
       o.rewriteInputs = true;
     else if (flag == "--fresh-inputs")
       o.freshInputs = true;
+    else if (flag == "--overlap")
+      o.overlap = true;
     else if (flag == "--dtype")
       o.dtype = value();
     else if (flag == "--reduce-op")
@@ -152,6 +155,8 @@ Options parse(int argc, char** argv) {
   if (oneSided && o.offset != 0) usage("--offset does not go with --op " + o.op);
   if (oneSided && o.rewriteInputs) usage("--rewrite-inputs does not go with --op " + o.op);
   if (oneSided && o.freshInputs) usage("--fresh-inputs does not go with --op " + o.op);
+  if (o.overlap && (oneSided || !o.peers.empty() || o.rewriteInputs || o.freshInputs))
+    usage("--overlap measures ftcomm's collectives alone, without --compare or input rewrites");
   if (o.rewriteInputs && o.freshInputs)
     usage("--rewrite-inputs and --fresh-inputs exclude each other (timed stores or untimed)");
   return o;

@@ -31,6 +31,10 @@ struct Options {
   // clock starts (the stores took the lines from any peer that had read them), as a gradient is
   // after a backward pass. Each call is timed alone; --rewrite-inputs times the stores too.
   bool freshInputs = false;
+  // Each call posted, then the application thread sleeps for the call's own time T (measured
+  // as post+wait alone) before it waits: M. Overlap = (2T - M) / T, how much of the collective
+  // progressed while the application was busy elsewhere.
+  bool overlap = false;
   // put and get: a window from Window::allocate(), or registered over the bench's heap memory
   // or over memory from ftcomm::allocMem (Window::registerMemory).
   std::string window = "allocate";  // or heap, allocmem
