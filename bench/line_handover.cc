@@ -1,5 +1,5 @@
 // ftcomm-bench-handover: how long one cache line takes to go from one core to another and back,
-// the floor under every inline collective (core/inline_collective.h). Two processes, pinned to
+// the floor under every inline collective (algorithms/shm/inline_collective.h). Two processes, pinned to
 // the first two CPUs this one may run on, each write a 64-byte line of shared memory and wait
 // for the other's, as an 8-byte allreduce does with nothing else around it. Prints the median
 // microseconds per exchange over the batches.

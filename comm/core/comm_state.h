@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/engine.h"
-#include "core/inline_collective.h"
+#include "algorithms/shm/inline_collective.h"
 #include "ftcomm/status.h"
 #include "rendezvous/client.h"
 #include "transport/transport.h"

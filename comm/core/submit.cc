@@ -1,5 +1,6 @@
 #include "core/submit.h"
 
+#include "algorithms/path.h"
 #include "core/fault_injection.h"
 #include "recorder/flight_recorder.h"
 
@@ -76,26 +77,29 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
   const algorithms::AlgorithmInfo* algorithm = nullptr;
   Status status = valid;
   InlineChunking chunking;
-  const bool forced =
-      (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) != 0;
-  if (status.ok() && comm->inlineGroup && !forced) {
-    chunking = inlineChunking(*comm->inlineGroup->tuning, call.collective, call.args.count,
-                              call.args.dtype, comm->size, comm->peersReadable);
+  if (status.ok()) {
+    algorithms::PathQuery query;
+    query.collective = call.collective;
+    query.count = call.args.count;
+    query.dtype = call.args.dtype;
+    query.bytes = call.choiceBytes;
+    query.ranks = comm->size;
+    query.peersReadable = comm->peersReadable;
+    query.hasInline = comm->inlineGroup != nullptr;
+    query.forced = (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) != 0;
+    auto path = algorithms::choosePath(*comm->tuning, query);
+    if (path.ok()) {
+      chunking = path->chunking;
+      algorithm = path->algorithm;
+    } else {
+      status = path.status();
+    }
   }
   const bool inlined = chunking.chunks > 0;
   if (inlined) {
     record.algorithm = chunking.direct ? "direct (inline)" : "inline";
-  } else if (status.ok()) {
-    auto chosen = forced ? algorithms::chooseAlgorithm(call.collective, call.choiceBytes,
-                                                       comm->size, comm->peersReadable)
-                         : algorithms::defaultAlgorithm(call.collective, call.choiceBytes,
-                                                        comm->size, comm->peersReadable);
-    if (chosen.ok()) {
-      algorithm = *chosen;
-      record.algorithm = algorithm->name.data();
-    } else {
-      status = chosen.status();
-    }
+  } else if (algorithm != nullptr) {
+    record.algorithm = algorithm->name.data();
   }
   if (!status.ok()) {
     return refused(comm, recorder::FlightRecorder::process().record(record),

@@ -9,6 +9,9 @@ namespace {
 
 Band bandOf(const Rule& rule) {
   Band band;
+  if (!rule.algorithm.empty() && !rule.collective.any) {
+    band.algorithm = algorithms::findAlgorithm(rule.collective.collective, rule.algorithm);
+  }
   band.way = rule.way;
   band.whole = rule.whole;
   band.chunk = rule.chunk;

@@ -29,7 +29,8 @@ enum class Way : std::uint8_t {
   // A broadcast, allgather or all-to-all reads the peers' buffers with the slots as notices (the
   // direct algorithms' inline form); any other collective takes the registry's algorithm.
   kDirect,
-  // The registry's algorithm (algorithms/registry.h), with messages or reading the peers.
+  // The registry's message algorithm (algorithms/registry.h): the one the rule names with
+  // `algorithm=`, else the registry's default among those that do not read the peers.
   kMessage,
 };
 
@@ -72,6 +73,9 @@ struct Rule {
   std::size_t room = std::size_t{256} << 10;
   Lend lend = Lend::kDefault;
   Copy copy = Copy::kPlain;
+  // Way::kMessage: the registry's algorithm of this name for the rule's collective (empty: the
+  // registry's default). Only in rules for one collective.
+  std::string algorithm;
   int line = 0;  // in its file, for messages
 };
 

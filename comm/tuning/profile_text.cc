@@ -219,7 +219,7 @@ Status parseOption(Rule& rule, const std::string& option, const std::string& whe
   auto bad = [&] {
     return invalidArgument(where + ": '" + option +
                            "' is not an option (whole=, chunk=, room= BYTES; lend=default|mapped|"
-                           "choose; copy=plain|choose)");
+                           "choose; copy=plain|choose; algorithm=NAME)");
   };
   if (key == "whole" || key == "chunk" || key == "room") {
     auto bytes = parseBytes(value);
@@ -237,6 +237,11 @@ Status parseOption(Rule& rule, const std::string& option, const std::string& whe
     auto copy = lookUp(kCopies, value);
     if (!copy) return bad();
     rule.copy = *copy;
+    return Status::Ok();
+  }
+  if (key == "algorithm") {
+    if (value.empty()) return bad();
+    rule.algorithm = value;
     return Status::Ok();
   }
   return bad();
@@ -276,6 +281,24 @@ Result<Rule> parseRule(const std::vector<std::string>& w, const std::string& whe
     if (Status s = parseOption(rule, w[i], where); !s.ok()) return s;
   }
   if (rule.chunk > rule.room) rule.room = rule.chunk;
+  if (!rule.algorithm.empty()) {
+    if (rule.collective.any || rule.way != Way::kMessage) {
+      return invalidArgument(where + ": algorithm=" + rule.algorithm +
+                             " needs a rule for one collective whose way is message");
+    }
+    const algorithms::AlgorithmInfo* algorithm =
+        algorithms::findAlgorithm(rule.collective.collective, rule.algorithm);
+    if (algorithm == nullptr || algorithm->readsPeers) {
+      std::string known;
+      for (const auto& info : algorithms::allAlgorithms()) {
+        if (info.collective == rule.collective.collective && !info.readsPeers) {
+          known += std::string(" ") + std::string(info.name);
+        }
+      }
+      return invalidArgument(where + ": '" + rule.algorithm + "' is not a message algorithm of " +
+                             w[0] + "; known:" + known);
+    }
+  }
   return rule;
 }
 
@@ -356,7 +379,9 @@ std::string serialize(const Profile& profile) {
     if (rule.maxBytes != kUnbounded) out << rule.maxBytes;
     out << " " << nameOf(kWays, rule.way) << " whole=" << formatBytes(rule.whole)
         << " chunk=" << formatBytes(rule.chunk) << " room=" << formatBytes(rule.room)
-        << " lend=" << nameOf(kLends, rule.lend) << " copy=" << nameOf(kCopies, rule.copy) << "\n";
+        << " lend=" << nameOf(kLends, rule.lend) << " copy=" << nameOf(kCopies, rule.copy);
+    if (!rule.algorithm.empty()) out << " algorithm=" << rule.algorithm;
+    out << "\n";
   }
   return out.str();
 }

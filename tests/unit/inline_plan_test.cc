@@ -1,4 +1,4 @@
-// The plan of an inline collective (core/inline_collective.h, inlineChunking) under every shipped
+// The plan of an inline collective (algorithms/shm/inline_collective.h, inlineChunking) under every shipped
 // tuning profile, whatever the processor that runs the test: every chunk fits its slot, the
 // chunks cover the block exactly once, and the chunk sizes are the ones the profile names.
 #include <catch2/catch.hpp>
@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "core/inline_collective.h"
-#include "core/inline_posts.h"
+#include "algorithms/shm/inline_collective.h"
+#include "algorithms/shm/inline_posts.h"
 #include "transport/shm/inline_area.h"
 #include "tuning/plan_table.h"
 

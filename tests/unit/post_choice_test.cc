@@ -1,4 +1,4 @@
-// PostChoice (core/post_choice.h): a member copies its input with plain stores, copies it around
+// PostChoice (algorithms/shm/post_choice.h): a member copies its input with plain stores, copies it around
 // the cache, or lends it, whichever it measured fastest, tries the others now and then, and
 // measures only calls that follow one of the same way.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "core/post_choice.h"
+#include "algorithms/shm/post_choice.h"
 
 using ftcomm::detail::PostChoice;
 using Way = PostChoice::Way;

@@ -2,7 +2,7 @@
 // posts carry addresses, and each member reads the peers' buffers straight.
 #include <cstring>
 
-#include "core/inline_collective.h"
+#include "algorithms/shm/inline_collective.h"
 #include "transport/copy_bytes.h"
 
 namespace ftcomm::detail {

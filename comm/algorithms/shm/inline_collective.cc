@@ -1,12 +1,12 @@
-#include "core/inline_collective.h"
+#include "algorithms/shm/inline_collective.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "algorithms/reduction.h"
-#include "core/inline_posts.h"
-#include "core/post_choice.h"
+#include "algorithms/shm/inline_posts.h"
+#include "algorithms/shm/post_choice.h"
 #include "transport/copy_bytes.h"
 
 namespace ftcomm::detail {

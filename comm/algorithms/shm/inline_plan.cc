@@ -3,8 +3,8 @@
 // have inline areas.
 #include <algorithm>
 
-#include "core/inline_collective.h"
-#include "core/inline_posts.h"
+#include "algorithms/shm/inline_collective.h"
+#include "algorithms/shm/inline_posts.h"
 
 namespace ftcomm::detail {
 

@@ -10,8 +10,8 @@
 // choosableWays says among which.
 #include <algorithm>
 
-#include "core/inline_collective.h"
-#include "core/inline_posts.h"
+#include "algorithms/shm/inline_collective.h"
+#include "algorithms/shm/inline_posts.h"
 #include "transport/shm/mappable_memory.h"
 
 namespace ftcomm::detail {

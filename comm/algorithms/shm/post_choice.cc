@@ -1,4 +1,4 @@
-#include "core/post_choice.h"
+#include "algorithms/shm/post_choice.h"
 
 #include <algorithm>
 #include <bit>

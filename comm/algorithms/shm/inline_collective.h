@@ -33,7 +33,7 @@
 #include "algorithms/collective_task.h"
 #include "algorithms/direct/staging.h"
 #include "algorithms/registry.h"
-#include "core/post_choice.h"
+#include "algorithms/shm/post_choice.h"
 #include "recorder/op_progress.h"
 #include "transport/op_signature.h"
 #include "transport/shm/shm_domain.h"
