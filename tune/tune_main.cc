@@ -41,6 +41,7 @@ struct Options {
 constexpr const char* kUsage =
     "usage: ftcomm-run -np N ftcomm-tune --out FILE [--name NAME] [--base PROFILE]\n"
     "                  [--max-bytes BYTES] [--rounds R] [--margin FRACTION]\n"
+    "       ftcomm-tune --processor    (this processor's key, and the profile auto picks)\n"
     "  --out FILE        the rules file to write (rank 0 writes it)\n"
     "  --name NAME       the profile's name (calibrated)\n"
     "  --base PROFILE    settings, and the rules of other rank counts, from this profile\n"
@@ -184,6 +185,11 @@ int fail(int rank, const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--processor") {
+    // Which machine class this is: the key `auto` looks up, and the profile it picks.
+    std::cout << tuning::processorKey() << ": auto picks " << tuning::autoProfileName() << "\n";
+    return 0;
+  }
   const auto options = parse(argc, argv);
   if (!options) {
     std::cerr << kUsage;

@@ -56,4 +56,7 @@ if env -u FTCOMM_RENDEZVOUS "$bin/ftcomm-tune" --out "$work/x.rules" >"$work/env
 fi
 grep -q "start it with ftcomm-run" "$work/env.log" || fail "no hint to use ftcomm-run"
 [ ! -e "$work/x.rules" ] || fail "a refused run wrote a file"
+# --processor names the key and the profile `auto` picks, which the runs above agreed on too.
+"$bin/ftcomm-tune" --processor | grep -Eq '^(no CPUID|[A-Za-z]+ family 0x[0-9a-f]+): auto picks [a-z0-9]+$' \
+  || fail "--processor did not name the key and profile"
 echo "ftcomm-tune: OK"
