@@ -102,6 +102,11 @@ struct Settings {
   std::size_t callerBytes = std::size_t{1} << 20;
   // Every collective progresses in the calling thread (no progress-thread streaming).
   bool callerOnly = false;
+  // A broadcast root of one chunk returns once its post is written, as MPI allows (its buffer
+  // may be reused), instead of once every member posted; a receiver's failure or a mismatch
+  // then surfaces at the root's next use of the slot. Its next post first checks the peers'
+  // posts of the round before, a wait the members' exchange otherwise hides.
+  bool rootReturnsAtPost = false;
   // Bulk copies (transport/copy_bytes.h): from `copyLoopFrom` the AVX2 loop instead of memcpy,
   // from `copyAroundCacheFrom` (and within a larger move from `copyPartAroundCacheFrom`) stores
   // around the cache, from `copyPiecesFrom` memcpy in 512 KiB pieces. kUnbounded: never.

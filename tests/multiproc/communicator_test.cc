@@ -53,9 +53,10 @@ TEST_CASE("communicator: small collectives inline: a late member, several at onc
 }
 
 TEST_CASE("communicator: ranks that each call themselves a broadcast's root all fail") {
-  // Inline (shared memory) each root returns once it posted, and its next collective finds that
-  // the posts' signatures differ. With messages (FTCOMM_TRANSPORT=ucx) each root sends and none
-  // receives, so nothing catches it (README, Mismatch: a known gap).
+  // Inline (shared memory) each root waits for every post and finds the other's signature; under
+  // the profile's root_returns_at_post each returns once it posted, and its next collective finds
+  // that the posts' signatures differ. With messages (FTCOMM_TRANSPORT=ucx) each root sends and
+  // none receives, so nothing catches it (README, Mismatch: a known gap).
   if (transportIsUcx()) return;
   for (const auto& result : run("mismatch-roots", 2)) {
     CHECK_THAT(result, Catch::StartsWith("OK status=Mismatch"));

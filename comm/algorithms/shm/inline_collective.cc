@@ -63,6 +63,7 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   piecesOfBlocks_ = *postsOf(collective) == Posts::kBlocks;
   inHead_ = !plan.direct && plan.chunks == 1 && inputBytes() <= shm::kHeadBytes;
   lendable_ = lendable();
+  rootReturnsAtPost_ = group.tuning->settings().rootReturnsAtPost;
   if (!lendable_ && !plan.choosesCopy) {
     // Neither lends nor chooses how to copy (every small collective): nothing more to decide
     // (inline_plan.cc, kSmallTotal, says what asking anyway cost).
@@ -139,8 +140,8 @@ const std::byte* InlineCollective::source(int rank) const {
 }
 
 bool InlineCollective::returnsAtPost() const {
-  return collective_ == algorithms::Collective::kBroadcast && rank_ == args_.root && n_ > 1 &&
-         plan_.chunks == 1 && !plan_.direct && !lendable_;
+  return rootReturnsAtPost_ && collective_ == algorithms::Collective::kBroadcast &&
+         rank_ == args_.root && n_ > 1 && plan_.chunks == 1 && !plan_.direct && !lendable_;
 }
 
 Result<bool> InlineCollective::checkPostedOnlyRound() {

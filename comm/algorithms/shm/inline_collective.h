@@ -144,9 +144,10 @@ class InlineCollective {
   const std::byte* source(int rank) const;
   // This member posts no data and reads its input from the send buffer (a reduce's root).
   bool keepsInput() const;
-  // A broadcast's root of one chunk that neither lends nor goes direct: it reads nothing, so it
-  // returns once its data is posted, as an MPI root may; the peers' posts of that round are
-  // checked before this member posts into the same slot again (checkPostedOnlyRound).
+  // Under the profile's root_returns_at_post, a broadcast's root of one chunk that neither lends
+  // nor goes direct: it reads nothing, so it returns once its data is posted, as an MPI root may;
+  // the peers' posts of that round are checked before this member posts into the same slot again
+  // (checkPostedOnlyRound).
   bool returnsAtPost() const;
   // Before each post: where this slot's last round (index - 2) was such a root's, the peers'
   // posts of that round carry the same collective (else Mismatch, naming it), and the round is
@@ -227,10 +228,11 @@ class InlineCollective {
   algorithms::Staging staged_;  // an all-to-all in place, direct form: the blocks read
   bool woken_ = true;           // the peers were woken for the current post
   bool stoppedAtLimit_ = false;
-  int next_ = 0;   // ranks before it have posted the current chunk
-  bool inHead_;    // the posts fit in their slots' first lines (InlineSlot::head)
-  bool lendable_;  // lendable(), decided once
-  bool lends_;     // by mayLend(), or by the way taken (takeWay) before the first post
+  int next_ = 0;                    // ranks before it have posted the current chunk
+  bool inHead_;                     // the posts fit in their slots' first lines (InlineSlot::head)
+  bool lendable_;                   // lendable(), decided once
+  bool rootReturnsAtPost_ = false;  // the profile's root_returns_at_post
+  bool lends_;  // by mayLend(), or by the way taken (takeWay) before the first post
   // How this member posts (lends_ where it lends).
   PostChoice::Way way_ = PostChoice::Way::kCopy;
   unsigned ways_ = 0;           // choosableWays(): among which it chooses, none where it does not
