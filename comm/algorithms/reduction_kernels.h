@@ -102,9 +102,9 @@ inline void streamsDone() {
 
 // combine() whose stores go around the cache: each output line is computed into a line on the
 // stack and stored from there with non-temporal stores. A plain store first reads the line it
-// writes, from memory where the result outgrows the cache (ftcomm-bench-reduction on the Zen 2
-// VM, 32 MiB buffers: float32, float64 and int32 sums and maxima 1.18-1.36x as fast; in the
-// cache, 128 KiB, 0.36-0.69x). The line's loop is kept a loop: unrolled whole before the compiler
+// writes, from memory where the result outgrows the cache (ftcomm-bench-reduction: from memory
+// faster, in the cache slower; the profile's result_around_cache_from says from where, and
+// docs/tuning.md gives the figures). The line's loop is kept a loop: unrolled whole before the compiler
 // vectorized it, the NaN-aware minimum and maximum stayed scalar (0.4-0.75x plain stores from
 // memory). Elements before the first whole line of `out`, and after the last, are stored
 // plainly, and all of them where `out` is not aligned to its element.
