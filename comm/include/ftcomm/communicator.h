@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "ftcomm/export.h"
 #include "ftcomm/status.h"
 #include "ftcomm/types.h"
 #include "ftcomm/work.h"
@@ -98,7 +99,7 @@ struct OpOptions {
 class Communicator;
 
 // A communicator being created or split without blocking (NCCL's config.blocking = 0).
-class PendingCommunicator {
+class FTCOMM_API PendingCommunicator {
  public:
   class Impl;
   PendingCommunicator() = default;
@@ -113,7 +114,7 @@ class PendingCommunicator {
   std::shared_ptr<Impl> impl_;
 };
 
-class Communicator {
+class FTCOMM_API Communicator {
  public:
   static constexpr int kNoColor = -1;
   // The largest tag of send/recv.

@@ -17,13 +17,14 @@
 
 #include <cstddef>
 
+#include "ftcomm/export.h"
 #include "ftcomm/status.h"
 
 namespace ftcomm {
 
 // At least `bytes` (> 0) bytes; ResourceExhausted when the system has no more.
-Result<void*> allocMem(std::size_t bytes);
+FTCOMM_API Result<void*> allocMem(std::size_t bytes);
 // InvalidArgument for a pointer that allocMem did not return, or that was freed already.
-Status freeMem(void* memory);
+FTCOMM_API Status freeMem(void* memory);
 
 }  // namespace ftcomm

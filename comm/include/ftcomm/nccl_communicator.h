@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "ftcomm/communicator.h"
+#include "ftcomm/export.h"
 #include "ftcomm/status.h"
 #include "ftcomm/types.h"
 #include "ftcomm/work.h"
@@ -66,7 +67,7 @@ class NcclCommunicator;
 // put and signal are refused: NCCL 2.28 offers them only from device code (nccl_device.h, GIN),
 // which this backend does not build. Destroying a window deregisters it, which is collective:
 // every member destroys its windows in the same order.
-class NcclWindow {
+class FTCOMM_API NcclWindow {
  public:
   NcclWindow(std::shared_ptr<nccl::NcclBackend> backend, void* buffer, std::size_t bytes,
              void* handle, std::uint64_t epoch, bool owned);
@@ -89,7 +90,7 @@ class NcclWindow {
   bool owned_;  // allocated by allocateWindow() (ncclMemAlloc)
 };
 
-class NcclCommunicator {
+class FTCOMM_API NcclCommunicator {
  public:
   static Result<std::unique_ptr<NcclCommunicator>> create(Communicator& host,
                                                           const NcclOptions& options = {});

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "ftcomm/communicator.h"
+#include "ftcomm/export.h"
 #include "ftcomm/status.h"
 #include "ftcomm/work.h"
 
@@ -54,7 +55,7 @@ struct WindowOptions {
   std::size_t signalSlots = 64;  // per member, each a uint64 counter
 };
 
-class Window {
+class FTCOMM_API Window {
  public:
   // Collective over `comm`: this member's region of `bytes` (zero-filled), allocated by ftcomm.
   static Result<std::unique_ptr<Window>> allocate(Communicator& comm, std::size_t bytes,

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "ftcomm/export.h"
 #include "ftcomm/status.h"
 
 namespace ftcomm {
@@ -21,7 +22,7 @@ namespace detail {
 class WorkState;
 }
 
-class Work {
+class FTCOMM_API Work {
  public:
   Work() = default;  // not an operation: status() says so
   explicit Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
