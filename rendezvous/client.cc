@@ -271,12 +271,23 @@ pb::MembershipView RendezvousClient::view() const {
 }
 
 Status RendezvousClient::leave() {
+  std::lock_guard serial(leaveMu_);
+  {
+    std::lock_guard lock(mu_);
+    if (left_) return Status::Ok();
+    leaving_ = true;
+  }
+  cv_.notify_all();
+  if (heartbeatThread_.joinable() && heartbeatThread_.get_id() != std::this_thread::get_id()) {
+    heartbeatThread_.join();
+  }
   pb::LeaveRequest request;
   *request.mutable_caller() = caller();
   pb::LeaveResponse response;
   FTCOMM_RETURN_IF_ERROR(invoke("Leave", &pb::Rendezvous::Stub::Leave, request, &response,
                                 Clock::now() + options_.callTimeout, false));
   std::lock_guard lock(mu_);
+  left_ = true;
   standing_ = failedPrecondition("member " + std::to_string(memberId_.load()) + " has left");
   return Status::Ok();
 }
@@ -309,7 +320,7 @@ void RendezvousClient::deliver(const pb::Event& event) {
 
 bool RendezvousClient::sleepUnlessStopping(std::chrono::milliseconds duration) {
   std::unique_lock lock(mu_);
-  return !cv_.wait_for(lock, duration, [&] { return stopping_; });
+  return !cv_.wait_for(lock, duration, [&] { return stopping_ || leaving_; });
 }
 
 void RendezvousClient::startBackgroundThreads(std::chrono::milliseconds lease) {
@@ -328,6 +339,12 @@ void RendezvousClient::heartbeatLoop(std::chrono::milliseconds lease) {
     context.set_deadline(systemDeadline(Clock::now() + std::max(interval, lease / 2)));
     Status status = fromGrpc(stub_->Heartbeat(&context, request, &response));
     if (!status.ok() && isVerdict(status.code())) {
+      // A member that left is not expelled: its last beats may cross its Leave.
+      {
+        std::lock_guard lock(mu_);
+        if (leaving_ || left_) return;
+      }
+      if (status.message().find("has left") != std::string::npos) return;
       expel(Status(status.code(), "Heartbeat: " + status.message()));
       return;
     }

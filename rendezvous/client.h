@@ -81,6 +81,9 @@ class RendezvousClient {
   Status revoke(const std::string& reason);
   // Waits until the next epoch is agreed; the client's epoch and rank follow it.
   Result<EpochView> reconfigure(std::chrono::milliseconds timeout);
+  // Leaves the job for good. The heartbeats stop first, so that none reaches the server after
+  // the Leave (its "has left" answer would read as a verdict). Once done, later calls return Ok
+  // at once; any thread.
   Status leave();
   // Fault injection (drop-conn): closes the watch stream as a lost connection would, so the
   // server declares this member failed; the client learns its verdict when it reconnects.
@@ -128,6 +131,9 @@ class RendezvousClient {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool leaving_ = false;  // leave() began: the heartbeat thread ends
+  bool left_ = false;     // leave() succeeded
+  std::mutex leaveMu_;    // one leave() at a time
   Status standing_;
   pb::MembershipView view_;
   grpc::ClientContext* watchContext_ = nullptr;

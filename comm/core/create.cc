@@ -9,6 +9,7 @@
 #include "core/epoch.h"
 #include "core/fault_injection.h"
 #include "core/hash.h"
+#include "core/leave_at_exit.h"
 #include "core/pending.h"
 #include "ftcomm/communicator.h"
 #include "recorder/flight_recorder.h"
@@ -87,6 +88,7 @@ Result<std::shared_ptr<rendezvous::RendezvousClient>> connectRendezvous(
                                                          delete c;
                                                        });
   *self = shared.get();
+  detail::leaveAtNormalExit(shared);
   return shared;
 }
 

@@ -1,0 +1,19 @@
+// A process that ends normally (exit code 0) leaves every job it is still a member of, even
+// where a communicator outlives main (held by a static, or by the engine while a failed
+// operation settles): without it the server sees the watch stream close and declares the member
+// failed, and the dumps call a clean exit a crash. A process that exits with another code, or is
+// killed, does not leave: the server finds it failed, as it should.
+//
+// Thread-safety: any thread.
+#pragma once
+
+#include <memory>
+
+#include "rendezvous/client.h"
+
+namespace ftcomm::detail {
+
+// Leave `client`'s job at a normal exit unless it left before (the last reference's Leave).
+void leaveAtNormalExit(const std::shared_ptr<rendezvous::RendezvousClient>& client);
+
+}  // namespace ftcomm::detail
