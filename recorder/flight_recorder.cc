@@ -176,7 +176,9 @@ Result<std::filesystem::path> FlightRecorder::dump(const std::string& reason) co
     std::lock_guard lock(infoMu_);
     dir = dumpDir_;
   }
-  return writeDumpFile(snapshot(reason), dir);
+  auto written = writeDumpFile(snapshot(reason), dir);
+  if (written.ok()) dumped_.store(true, std::memory_order_relaxed);
+  return written;
 }
 
 Status FlightRecorder::enableSignalDump() {

@@ -88,6 +88,8 @@ class FlightRecorder {
   pb::Dump snapshot(const std::string& reason) const;
   // Writes <dir>/<job>.<rank>.ftfr (earlier dumps of the rank are kept, numbered).
   Result<std::filesystem::path> dump(const std::string& reason) const;
+  // Whether dump() wrote a file in this process.
+  bool hasDumped() const { return dumped_.load(std::memory_order_relaxed); }
 
   // Dumps on SIGUSR1: the handler only posts a semaphore; a thread of the recorder writes the
   // dump. Idempotent; only the process() recorder may enable it.
@@ -110,6 +112,12 @@ class FlightRecorder {
   ProcessIdentity identity_;
   std::map<std::uint64_t, pb::Communicator> communicators_;
   std::filesystem::path dumpDir_ = "ftcomm-fr";
+  mutable std::atomic<bool> dumped_{false};
 };
+
+// The reason of the dump a process writes when it exits with 0 having written none before
+// (where FTCOMM_FR_DIR keeps dumps): ftcomm-fr then reports the rank as finished normally
+// rather than as a crash without a dump.
+inline constexpr const char* kFinishedNormally = "finished normally (exit 0)";
 
 }  // namespace ftcomm::recorder

@@ -2,7 +2,9 @@
 // where a communicator outlives main (held by a static, or by the engine while a failed
 // operation settles): without it the server sees the watch stream close and declares the member
 // failed, and the dumps call a clean exit a crash. A process that exits with another code, or is
-// killed, does not leave: the server finds it failed, as it should.
+// killed, does not leave: the server finds it failed, as it should. Where FTCOMM_FR_DIR keeps
+// flight-recorder dumps and the process wrote none, it writes one whose reason says it finished
+// normally (recorder::kFinishedNormally).
 //
 // Thread-safety: any thread.
 #pragma once

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "recorder/flight_recorder.h"
+
 namespace ftcomm::recorder {
 
 namespace {
@@ -109,6 +111,7 @@ JobReport analyzeJob(const std::string& job, const std::vector<const pb::Dump*>&
   for (const pb::Dump* dump : dumps) {
     report.worldSize = std::max(report.worldSize, dump->world_size());
     ranksWithDumps.insert(dump->rank());
+    if (dump->reason() == kFinishedNormally) report.finishedNormally.push_back(dump->rank());
     if (dump->dropped_entries() > 0) {
       report.notes.push_back("rank " + std::to_string(dump->rank()) + ": the ring dropped its " +
                              std::to_string(dump->dropped_entries()) +
@@ -128,6 +131,10 @@ JobReport analyzeJob(const std::string& job, const std::vector<const pb::Dump*>&
     }
   }
   report.ranksWithDumps.assign(ranksWithDumps.begin(), ranksWithDumps.end());
+  std::sort(report.finishedNormally.begin(), report.finishedNormally.end());
+  report.finishedNormally.erase(
+      std::unique(report.finishedNormally.begin(), report.finishedNormally.end()),
+      report.finishedNormally.end());
   for (int rank = 0; rank < report.worldSize; ++rank) {
     if (!ranksWithDumps.contains(rank)) report.missingDumps.push_back(rank);
   }

@@ -42,6 +42,7 @@ struct JobReport {
   int worldSize = 0;
   std::vector<int> ranksWithDumps;
   std::vector<int> missingDumps;
+  std::vector<int> finishedNormally;  // ranks whose dump says they exited with 0
   std::vector<CollectiveFinding> collectives;
   std::vector<PointToPointFinding> pointToPoint;
   std::vector<std::string> notes;  // e.g. entries dropped by a full ring

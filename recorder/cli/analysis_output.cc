@@ -36,6 +36,9 @@ void printText(const Analysis& analysis, std::ostream& out) {
     out << "job " << job.job << ": dumps of " << job.ranksWithDumps.size() << " of "
         << job.worldSize << " ranks\n";
     for (const auto& note : job.notes) out << "  note: " << note << "\n";
+    if (!job.finishedNormally.empty()) {
+      out << "  finished normally: " << rankList(job.finishedNormally) << " (exited with 0)\n";
+    }
     if (!job.missingDumps.empty()) {
       out << "  missing dumps: " << rankList(job.missingDumps)
           << " (crashed before dumping, or dumps not collected)\n";
@@ -85,6 +88,7 @@ void printJson(const Analysis& analysis, std::ostream& out) {
     json.key("world_size").value(job.worldSize);
     writeRanks(json, "ranks_with_dumps", job.ranksWithDumps);
     writeRanks(json, "missing_dumps", job.missingDumps);
+    writeRanks(json, "finished_normally", job.finishedNormally);
     json.key("collectives").beginArray();
     for (const auto& f : job.collectives) {
       json.beginObject();

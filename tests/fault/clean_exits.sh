@@ -3,7 +3,8 @@
 # then main returns, must all end with exit code 0 on every rank, no rank expelled and no member
 # declared failed by the server. Its lease is 400 ms (a beat every 100 ms), five times as many
 # beats as the default, so that a heartbeat crossing a member's Leave is likely somewhere in the
-# 400 exits. Then a member whose communicator is never destroyed, exiting with 0, still leaves.
+# 400 exits. Then a member whose communicator is never destroyed, exiting with 0, still leaves,
+# and where FTCOMM_FR_DIR keeps dumps, ftcomm-fr reports members that exited with 0 as finished.
 #   tests/fault/clean_exits.sh BIN_DIR [RUNS]
 set -euo pipefail
 bin=${1:?usage: clean_exits.sh BIN_DIR [RUNS]}
@@ -45,4 +46,14 @@ if grep -q "job leaked .*failed:" "$work/server.log"; then
   grep "job leaked" "$work/server.log" | head
   fail "members that exited with 0 without destroying their communicator were declared failed"
 fi
+# Where dumps are kept, members that finished write one that says so, and ftcomm-fr reports them
+# as finished rather than as crashes without a dump.
+mkdir "$work/dumps"
+FTCOMM_FR_DIR=$work/dumps "$bin/ftcomm-run" -np 4 --rendezvous "$address" --job dumped -- \
+  "$bin/ftcomm-test-comm" --scenario short >"$work/dumped.log" 2>&1 || true
+grep -qF "ranks 0:exit 0 1:exit 0 2:exit 0 3:exit 0" "$work/dumped.log" || { cat "$work/dumped.log"; fail "dumped: exits"; }
+"$bin/ftcomm-fr" analyze "$work/dumps" >"$work/analyze.txt" 2>&1 || true
+grep -q "finished normally: ranks 0 1 2 3 (exited with 0)" "$work/analyze.txt" \
+  || { cat "$work/analyze.txt"; fail "ftcomm-fr does not say the ranks finished normally"; }
+grep -q "missing dumps" "$work/analyze.txt" && { cat "$work/analyze.txt"; fail "ftcomm-fr calls clean exits missing dumps"; }
 echo "clean exits: OK ($runs runs of 8 ranks)"
