@@ -5,6 +5,7 @@
 # dumps and names the rank that died. Exits non-zero unless the job finished with identical
 # replicas at world size 3 and the analysis names rank 2.
 #   examples/ddp_demo.sh BIN_DIR     (scripts/demo builds first, then calls this)
+# FTCOMM_RUN_FLAGS adds flags to ftcomm-run (--tls: the rendezvous over mutual TLS).
 set -euo pipefail
 bin=$(cd "${1:?usage: ddp_demo.sh BIN_DIR}" && pwd)
 work=$(mktemp -d /tmp/ftcomm-demo-XXXXXX)
@@ -14,8 +15,9 @@ cd "$work"
 # Step k's gradient allreduce is sequence number 3+4k on the world communicator (ddp_train.cc):
 # step 20's is 83.
 fault="rank=2,op=allreduce,seq=83,action=kill"
-echo "== ftcomm-run -np 4 --fault $fault -- ddp_train --steps 60"
-"$bin/ftcomm-run" -np 4 --fault "$fault" -- "$bin/ddp_train" --steps 60 2>&1 \
+read -r -a run_flags <<<"${FTCOMM_RUN_FLAGS:-}"
+echo "== ftcomm-run -np 4 ${run_flags[*]} --fault $fault -- ddp_train --steps 60"
+"$bin/ftcomm-run" -np 4 "${run_flags[@]}" --fault "$fault" -- "$bin/ddp_train" --steps 60 2>&1 \
   | grep -v "PMIX ERROR: BAD-PARAM" | tee out.log
 echo
 echo "== ftcomm-fr analyze ftcomm-fr/"

@@ -53,17 +53,21 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::create(ClientOptions
   if (options.callTimeout <= std::chrono::milliseconds(0)) {
     return invalidArgument("callTimeout must be positive");
   }
-  return std::unique_ptr<RendezvousClient>(new RendezvousClient(std::move(options)));
+  auto credentials = channelCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  return std::unique_ptr<RendezvousClient>(
+      new RendezvousClient(std::move(options), std::move(credentials).value()));
 }
 
-RendezvousClient::RendezvousClient(ClientOptions options)
+RendezvousClient::RendezvousClient(ClientOptions options,
+                                   std::shared_ptr<grpc::ChannelCredentials> credentials)
     : options_(std::move(options)), instanceId_(newInstanceId()) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   args.SetMaxReceiveMessageSize(64 << 20);
-  channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(options_.address, credentials, args);
   stub_ = pb::Rendezvous::NewStub(channel_);
 }
 
@@ -144,8 +148,19 @@ Status RendezvousClient::invoke(const char* name, Rpc rpc, Request& request, Res
   // server never answered.
   if (last.code() == StatusCode::kTimeout &&
       (!waitsByDesign || last.message() == "Deadline Exceeded")) {
-    last = timeoutError("rendezvous server " + options_.address + " did not answer " + name +
-                        " in time (unreachable or overloaded)");
+    // A channel whose connections keep failing: down, or a TLS handshake that fails (a
+    // plaintext client of a TLS server, another CA, no client certificate under mutual TLS).
+    const bool failing = channel_->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE;
+    const bool tls = !options_.tls.caFile.empty();
+    last = timeoutError(
+        "rendezvous server " + options_.address + " did not answer " + name + " in time " +
+        (failing ? std::string("(connections to it fail: it is down, or its TLS does not match "
+                               "this client's, which ") +
+                       (tls ? "trusts the CA in " + options_.tls.caFile +
+                                  (options_.tls.certFile.empty() ? " and has no certificate" : "")
+                            : "speaks plaintext: FTCOMM_RENDEZVOUS_CA is unset") +
+                       ")"
+                 : std::string("(unreachable or overloaded)")));
   }
   return noteVerdict(Status(last.code(), std::string(name) + ": " + last.message()));
 }

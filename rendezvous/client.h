@@ -28,6 +28,7 @@
 
 #include "ftcomm/proto/rendezvous.grpc.pb.h"
 #include "ftcomm/status.h"
+#include "rendezvous/tls.h"
 
 namespace ftcomm::rendezvous {
 
@@ -35,6 +36,7 @@ namespace pb = ::ftcomm::rendezvous::v1;
 
 struct ClientOptions {
   std::string address;  // HOST:PORT of the server
+  ClientTls tls;        // empty: plaintext
   std::string jobId;
   std::string token;
   // Deadline of each call that does not wait by design (KvSet, Heartbeat, ...), retries included.
@@ -104,7 +106,7 @@ class RendezvousClient {
  private:
   using Clock = std::chrono::steady_clock;
 
-  explicit RendezvousClient(ClientOptions options);
+  RendezvousClient(ClientOptions options, std::shared_ptr<grpc::ChannelCredentials> credentials);
 
   pb::Caller caller() const;
   template <typename Request, typename Response, typename Rpc>

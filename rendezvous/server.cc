@@ -18,8 +18,10 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::start(ServerOptions 
   auto restored = self->service_->restoreState();
   if (!restored.ok()) return restored.status();
 
+  auto credentials = serverCredentials(self->options_.tls);
+  if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(self->options_.listen, grpc::InsecureServerCredentials(), &self->port_);
+  builder.AddListeningPort(self->options_.listen, *credentials, &self->port_);
   builder.RegisterService(self->service_.get());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(64 << 20);

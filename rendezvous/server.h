@@ -13,12 +13,14 @@
 #include <thread>
 
 #include "rendezvous/service.h"
+#include "rendezvous/tls.h"
 
 namespace ftcomm::rendezvous {
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0 picks a free one
   ServiceOptions service;
+  ServerTls tls;  // empty: plaintext
   std::chrono::milliseconds tickInterval{10};
 };
 

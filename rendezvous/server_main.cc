@@ -1,7 +1,7 @@
 // ftcomm-rendezvous: the membership and key-value server of ftcomm jobs.
 //
 //   ftcomm-rendezvous --listen HOST:PORT [--state-dir DIR] [--token-file FILE] [--lease-ms N]
-//                     [--port-file FILE]
+//                     [--port-file FILE] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,12 +19,15 @@ namespace {
 constexpr const char* kUsage =
     "usage: ftcomm-rendezvous --listen HOST:PORT [--state-dir DIR] [--token-file FILE]\n"
     "                         [--lease-ms N] [--port-file FILE]\n"
+    "                         [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "  --listen      address to serve on (port 0: pick a free port)\n"
     "  --state-dir   keep jobs, epochs and keys here; a restart with the same dir resumes them\n"
     "  --token-file  lines 'JOB TOKEN' or 'TOKEN' (any job): requests must carry their job's "
     "token\n"
     "  --lease-ms    a member that does not heartbeat for this long is declared failed (2000)\n"
-    "  --port-file   write the port actually bound to this file once serving\n";
+    "  --port-file   write the port actually bound to this file once serving\n"
+    "  --tls-cert, --tls-key   serve TLS with this certificate (chain) and key, PEM\n"
+    "  --tls-client-ca         mutual TLS: clients must present a certificate this CA signed\n";
 
 int usageError(const std::string& message) {
   std::cerr << "ftcomm-rendezvous: " << message << "\n" << kUsage;
@@ -54,6 +57,12 @@ int main(int argc, char** argv) {
       tokenFile = value;
     } else if (flag == "--port-file") {
       portFile = value;
+    } else if (flag == "--tls-cert") {
+      options.tls.certFile = value;
+    } else if (flag == "--tls-key") {
+      options.tls.keyFile = value;
+    } else if (flag == "--tls-client-ca") {
+      options.tls.clientCaFile = value;
     } else if (flag == "--lease-ms") {
       unsigned ms = 0;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
@@ -85,8 +94,11 @@ int main(int argc, char** argv) {
     std::cerr << "ftcomm-rendezvous: " << server.status().toString() << "\n";
     return 1;
   }
-  std::cerr << "ftcomm-rendezvous: serving on port " << (*server)->port() << " (lease "
-            << options.service.lease.count() << " ms"
+  std::cerr << "ftcomm-rendezvous: serving on port " << (*server)->port()
+            << (options.tls.certFile.empty()       ? ""
+                : options.tls.clientCaFile.empty() ? " with TLS"
+                                                   : " with mutual TLS")
+            << " (lease " << options.service.lease.count() << " ms"
             << (options.service.stateDir ? ", state in " + options.service.stateDir->string() : "")
             << ")" << std::endl;
   if (!portFile.empty()) {

@@ -61,6 +61,12 @@ Result<std::shared_ptr<rendezvous::RendezvousClient>> connectRendezvous(
   client.address = address;
   client.jobId = job;
   client.token = options.token.empty() ? envString("FTCOMM_TOKEN", "") : options.token;
+  auto setting = [](const std::string& given, const char* variable) {
+    return given.empty() ? envString(variable, "") : given;
+  };
+  client.tls.caFile = setting(options.rendezvousCa, "FTCOMM_RENDEZVOUS_CA");
+  client.tls.certFile = setting(options.rendezvousCert, "FTCOMM_RENDEZVOUS_CERT");
+  client.tls.keyFile = setting(options.rendezvousKey, "FTCOMM_RENDEZVOUS_KEY");
   client.onEvent = [self, weakEngine, watch](const rendezvous::pb::Event& event) {
     using Event = rendezvous::pb::Event;
     if (event.kind() == Event::REPLACEMENT_WAITING || event.kind() == Event::SNAPSHOT) {

@@ -1,11 +1,14 @@
 // ftcomm-run: runs an ftcomm job under OpenMPI's mpirun.
 //
-//   ftcomm-run -np N [--rendezvous HOST:PORT] [--job NAME] [--fault SPEC]... -- PROGRAM ARGS...
+//   ftcomm-run -np N [--rendezvous HOST:PORT | --tls] [--job NAME] [--fault SPEC]... -- PROGRAM
+//   ARGS...
 //
 // Without --rendezvous it starts ftcomm-rendezvous (beside this program) on loopback and stops
-// it at the end. mpirun gets --enable-recovery (OpenMPI 4.1 otherwise tears the whole job down
-// when one rank dies; DESIGN.md), --oversubscribe, --allow-run-as-root when run as root, and
-// the environment: FTCOMM_RENDEZVOUS, FTCOMM_JOB, FTCOMM_FAULT (the --fault specs joined by
+// it at the end; with --tls that server speaks mutual TLS, with a throwaway CA and certificates
+// made by openssl for this run, and the ranks get FTCOMM_RENDEZVOUS_CA/_CERT/_KEY. mpirun gets
+// --enable-recovery (OpenMPI 4.1 otherwise tears the whole job down when one rank dies; DESIGN.md),
+// --oversubscribe, --allow-run-as-root when run as root, and the environment: FTCOMM_RENDEZVOUS,
+// FTCOMM_JOB, FTCOMM_FAULT (the --fault specs joined by
 // ';'), and every FTCOMM_* and UCX_* variable already set. Each rank runs under this program's
 // --rank-wrapper, which reports how the rank ended. SIGINT and SIGTERM are forwarded to
 // mpirun.
@@ -38,10 +41,11 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
-    "usage: ftcomm-run -np N [--rendezvous HOST:PORT] [--job NAME] [--fault SPEC]... "
+    "usage: ftcomm-run -np N [--rendezvous HOST:PORT | --tls] [--job NAME] [--fault SPEC]... "
     "-- PROGRAM ARGS...\n"
     "  -np N         ranks to start (1..4096)\n"
     "  --rendezvous  an ftcomm-rendezvous server to use (default: start one on loopback)\n"
+    "  --tls         the server it starts speaks mutual TLS (a throwaway CA, made with openssl)\n"
     "  --job NAME    the job's name at the server (default: ftcomm-PID)\n"
     "  --fault SPEC  inject a failure: rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|"
     "drop-conn|exit:CODE\n";
@@ -54,6 +58,7 @@ constexpr const char* kUsage =
 struct Options {
   int ranks = 0;
   std::string rendezvous;
+  bool tls = false;
   std::string job;
   std::vector<std::string> faults;
   std::vector<std::string> program;
@@ -84,6 +89,8 @@ Options parse(int argc, char** argv) {
       o.ranks = static_cast<int>(n);
     } else if (flag == "--rendezvous") {
       o.rendezvous = value();
+    } else if (flag == "--tls") {
+      o.tls = true;
     } else if (flag == "--job") {
       o.job = value();
     } else if (flag == "--fault") {
@@ -95,6 +102,11 @@ Options parse(int argc, char** argv) {
   for (; i < argc; ++i) o.program.push_back(argv[i]);
   if (o.ranks == 0) usage("-np is required");
   if (o.program.empty()) usage("no program: put it after --");
+  if (o.tls && !o.rendezvous.empty()) {
+    usage(
+        "--tls applies to the server ftcomm-run starts; for a server of your own, set "
+        "FTCOMM_RENDEZVOUS_CA (and _CERT, _KEY for mutual TLS)");
+  }
   for (const auto& f : o.faults) {
     if (f.find(';') != std::string::npos) usage("one spec per --fault: " + f);
   }
@@ -166,12 +178,46 @@ int rankWrapper(const std::string& statusDir, const std::vector<std::string>& pr
   return WIFEXITED(status) ? WEXITSTATUS(status) : 0;  // a death the job may have survived
 }
 
-// Starts ftcomm-rendezvous on loopback; its address, or "" on failure.
-std::string startRendezvous(const fs::path& self, const fs::path& work, pid_t* server) {
+// A throwaway CA in `work`, and certificates it signs: the server's (for 127.0.0.1 and
+// localhost) and one for the ranks (mutual TLS). openssl's output goes to work/openssl.log.
+bool makeCertificates(const fs::path& work) {
+  const std::string w = work.string();
+  const std::string script =
+      "cd '" + w +
+      "' && exec >openssl.log 2>&1 && "
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ftcomm-run-CA "
+      "-keyout ca.key -out ca.pem && "
+      "openssl req -newkey rsa:2048 -nodes -subj /CN=ftcomm-rendezvous "
+      "-keyout server.key -out server.csr && "
+      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\nextendedKeyUsage=serverAuth\\n' "
+      ">server.ext && "
+      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+      "-extfile server.ext -out server.pem && "
+      "openssl req -newkey rsa:2048 -nodes -subj /CN=ftcomm-member -keyout member.key "
+      "-out member.csr && "
+      "printf 'extendedKeyUsage=clientAuth\\n' >member.ext && "
+      "openssl x509 -req -in member.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+      "-extfile member.ext -out member.pem";
+  const pid_t shell = spawn({"/bin/sh", "-c", script}, false);
+  return shell > 0 && waitFor(shell) == 0;
+}
+
+// Starts ftcomm-rendezvous on loopback (with TLS: the certificates of makeCertificates); its
+// address, or "" on failure.
+std::string startRendezvous(const fs::path& self, const fs::path& work, bool tls, pid_t* server) {
   const fs::path binary = self.parent_path() / "ftcomm-rendezvous";
   const fs::path portFile = work / "port";
-  *server =
-      spawn({binary.string(), "--listen", "127.0.0.1:0", "--port-file", portFile.string()}, false);
+  std::vector<std::string> args = {binary.string(), "--listen", "127.0.0.1:0", "--port-file",
+                                   portFile.string()};
+  if (tls) {
+    for (const auto& [flag, file] :
+         {std::pair{"--tls-cert", "server.pem"}, std::pair{"--tls-key", "server.key"},
+          std::pair{"--tls-client-ca", "ca.pem"}}) {
+      args.push_back(flag);
+      args.push_back((work / file).string());
+    }
+  }
+  *server = spawn(args, false);
   if (*server < 0) return "";
   for (int i = 0; i < 1000; ++i) {
     std::ifstream in(portFile);
@@ -198,8 +244,20 @@ int main(int argc, char** argv) {
   const fs::path work = pattern;
   pid_t server = -1;
   std::string address = o.rendezvous;
+  if (o.tls) {
+    if (!makeCertificates(work)) {
+      std::cerr << "ftcomm-run: --tls: openssl could not make the certificates:\n";
+      std::ifstream log(work / "openssl.log");
+      std::cerr << log.rdbuf();
+      fs::remove_all(work);
+      return 1;
+    }
+    ::setenv("FTCOMM_RENDEZVOUS_CA", (work / "ca.pem").c_str(), 1);
+    ::setenv("FTCOMM_RENDEZVOUS_CERT", (work / "member.pem").c_str(), 1);
+    ::setenv("FTCOMM_RENDEZVOUS_KEY", (work / "member.key").c_str(), 1);
+  }
   if (address.empty()) {
-    address = startRendezvous(self, work, &server);
+    address = startRendezvous(self, work, o.tls, &server);
     if (address.empty()) {
       std::cerr << "ftcomm-run: the rendezvous server (ftcomm-rendezvous) did not start\n";
       return 1;

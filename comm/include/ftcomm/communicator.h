@@ -59,6 +59,12 @@ struct CommOptions {
   std::string rendezvous;  // HOST:PORT; empty: FTCOMM_RENDEZVOUS
   std::string job;         // empty: FTCOMM_JOB, else "ftcomm"
   std::string token;       // empty: FTCOMM_TOKEN
+  // TLS to the rendezvous (PEM files): the CA that signed the server's certificate, and for
+  // mutual TLS this process's certificate and key. Empty: FTCOMM_RENDEZVOUS_CA,
+  // FTCOMM_RENDEZVOUS_CERT, FTCOMM_RENDEZVOUS_KEY; none set: plaintext.
+  std::string rendezvousCa;
+  std::string rendezvousCert;
+  std::string rendezvousKey;
   std::string name = "world";
   // Creation's deadline (FTCOMM_CREATE_TIMEOUT_MS overrides it): a member that never shows up
   // makes create() fail naming it.
