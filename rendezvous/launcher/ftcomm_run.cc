@@ -6,7 +6,7 @@
 // Without --rendezvous it starts ftcomm-rendezvous (beside this program) on loopback and stops
 // it at the end; with --tls that server speaks mutual TLS, with a throwaway CA and certificates
 // made by openssl for this run, and the ranks get FTCOMM_RENDEZVOUS_CA/_CERT/_KEY. mpirun gets
-// --enable-recovery (OpenMPI 4.1 otherwise tears the whole job down when one rank dies; DESIGN.md),
+// --enable-recovery (OpenMPI 4.1 otherwise tears the whole job down when one rank dies),
 // --oversubscribe, --allow-run-as-root when run as root, and the environment: FTCOMM_RENDEZVOUS,
 // FTCOMM_JOB, FTCOMM_FAULT (the --fault specs joined by
 // ';'), and every FTCOMM_* and UCX_* variable already set. Each rank runs under this program's

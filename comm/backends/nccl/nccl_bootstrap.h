@@ -1,6 +1,6 @@
 // What an NCCL communicator needs from the host side: a key-value exchange for NCCL's unique
 // ids and agreements, and the membership epoch it belongs to, which tells it of failures
-// (DESIGN.md: the rendezvous is one of the three sources of detection) and carries its own
+// (docs/ARCHITECTURE.md: the rendezvous is one of the three sources of detection) and carries its own
 // failures to every member.
 //
 // Two implementations: HostBootstrap (nccl_host_bootstrap.cc) over a host Communicator and its

@@ -1,6 +1,6 @@
 // A communicator: a group of processes that run collectives and point-to-point operations on
 // host memory (UCX, and the shared-memory transport of the performance issue), every one
-// nonblocking and returning a Work. DESIGN.md's public API; the fault-tolerance contract
+// nonblocking and returning a Work. The public API; the fault-tolerance contract
 // (revoke, reconfigure) builds on the epoch and the failure paths here.
 //
 // Creation comes from mpirun's environment or explicit options, through the rendezvous service
@@ -16,9 +16,9 @@
 // communicator unusable: its pending and later operations fail with Revoked, and the members
 // are told. A failed point-to-point operation fails alone.
 //
-// Fault tolerance (DESIGN.md's contract): a failure anywhere in the job (a dead member, a
-// revoke(), a failed collective of the world) revokes the job's epoch: every pending and later
-// operation of every communicator of that epoch fails with PeerFailed or Revoked. The world
+// Fault tolerance (the contract of docs/ARCHITECTURE.md): a failure anywhere in the job (a dead
+// member, a revoke(), a failed collective of the world) revokes the job's epoch: every pending and
+// later operation of every communicator of that epoch fails with PeerFailed or Revoked. The world
 // communicator then recovers in place with reconfigure(): the survivors agree on the next epoch
 // through the rendezvous, keep their relative order, and go on with the same object. Split
 // children do not follow: a reconfigure revokes them for good (Revoked, "split again"), and the

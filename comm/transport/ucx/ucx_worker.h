@@ -2,7 +2,7 @@
 // table of its endpoints. An endpoint is connected once per peer worker address and shared:
 // after a reconfigure the new epoch's transport reuses the live endpoints and only dead ones are
 // replaced. Endpoints to other processes use UCP_ERR_HANDLING_MODE_PEER, so that a peer's death
-// completes requests with an error instead of leaving them hanging (DESIGN.md's measured facts),
+// completes requests with an error instead of leaving them hanging,
 // and the endpoint's error reaches every transport that listens on it.
 //
 // Thread-safety: none; callers serialize every call (UCS_THREAD_MODE_SERIALIZED): the engine's
