@@ -1,7 +1,7 @@
 // What an NCCL communicator needs from the host side: a key-value exchange for NCCL's unique
 // ids and agreements, and the membership epoch it belongs to, which tells it of failures
-// (docs/ARCHITECTURE.md: the rendezvous is one of the three sources of detection) and carries its own
-// failures to every member.
+// (docs/ARCHITECTURE.md: the rendezvous is one of the three sources of detection) and carries its
+// own failures to every member.
 //
 // Two implementations: HostBootstrap (nccl_host_bootstrap.cc) over a host Communicator and its
 // rendezvous, for processes under mpirun; LocalBootstrap here, for ranks that are threads of one
