@@ -1,7 +1,7 @@
 // ftcomm-bench-handover: how long one cache line takes to go from one core to another and back,
-// the floor under every inline collective (algorithms/shm/inline_collective.h). Two processes, pinned to
-// the first two CPUs this one may run on, each write a 64-byte line of shared memory and wait
-// for the other's, as an 8-byte allreduce does with nothing else around it. Prints the median
+// the floor under every inline collective (algorithms/shm/inline_collective.h). Two processes,
+// pinned to the first two CPUs this one may run on, each write a 64-byte line of shared memory and
+// wait for the other's, as an 8-byte allreduce does with nothing else around it. Prints the median
 // microseconds per exchange over the batches.
 //
 // On the project's AMD EPYC Zen 5 VMs the figure moves between two levels in the same boot, from

@@ -36,7 +36,8 @@ class OpProgress {
   void markCompleted();
   void markFailed(std::string error);
   // The algorithm as it runs, where the operation chose it after it was recorded (an inline
-  // collective that lends: algorithms/shm/inline_collective.h). A literal: it must have static storage.
+  // collective that lends: algorithms/shm/inline_collective.h). A literal: it must have static
+  // storage.
   void setAlgorithm(const char* name) { algorithm_.store(name, std::memory_order_release); }
 
   pb::OpState state() const;

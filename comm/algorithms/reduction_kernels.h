@@ -104,9 +104,9 @@ inline void streamsDone() {
 // stack and stored from there with non-temporal stores. A plain store first reads the line it
 // writes, from memory where the result outgrows the cache (ftcomm-bench-reduction: from memory
 // faster, in the cache slower; the profile's result_around_cache_from says from where, and
-// docs/tuning.md gives the figures). The line's loop is kept a loop: unrolled whole before the compiler
-// vectorized it, the NaN-aware minimum and maximum stayed scalar (0.4-0.75x plain stores from
-// memory). Elements before the first whole line of `out`, and after the last, are stored
+// docs/tuning.md gives the figures). The line's loop is kept a loop: unrolled whole before the
+// compiler vectorized it, the NaN-aware minimum and maximum stayed scalar (0.4-0.75x plain stores
+// from memory). Elements before the first whole line of `out`, and after the last, are stored
 // plainly, and all of them where `out` is not aligned to its element.
 template <typename T, typename Combine>
 void combineAroundCache(T* out, const T* a, const T* b, std::size_t count, Combine f) {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/engine.h"
 #include "algorithms/shm/inline_collective.h"
+#include "core/engine.h"
 #include "ftcomm/status.h"
 #include "rendezvous/client.h"
 #include "transport/transport.h"

@@ -1,5 +1,5 @@
-// The plan of an inline collective (algorithms/shm/inline_collective.h, inlineChunking) under every shipped
-// tuning profile, whatever the processor that runs the test: every chunk fits its slot, the
+// The plan of an inline collective (algorithms/shm/inline_collective.h, inlineChunking) under every
+// shipped tuning profile, whatever the processor that runs the test: every chunk fits its slot, the
 // chunks cover the block exactly once, and the chunk sizes are the ones the profile names.
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
-// PostChoice (algorithms/shm/post_choice.h): a member copies its input with plain stores, copies it around
-// the cache, or lends it, whichever it measured fastest, tries the others now and then, and
+// PostChoice (algorithms/shm/post_choice.h): a member copies its input with plain stores, copies it
+// around the cache, or lends it, whichever it measured fastest, tries the others now and then, and
 // measures only calls that follow one of the same way.
 #include <catch2/catch.hpp>
 

@@ -47,8 +47,8 @@ struct alignas(64) InlineSlot {
     // soon as it sees the index, instead of waiting for a second line from the poster's core
     // (an 8-byte allreduce did so at every call).
     std::byte head[kHeadBytes] = {};
-    // The direct form's post (algorithms/shm/inline_collective.h), or a lendable one's: the address of
-    // the poster's send buffer, which the others read, and the mark it is lent under
+    // The direct form's post (algorithms/shm/inline_collective.h), or a lendable one's: the address
+    // of the poster's send buffer, which the others read, and the mark it is lent under
     // (shm_domain.h, Loan). `streamed`: this chunk of a lendable collective is not in the slot
     // but in the send buffer (from allocMem, which the others map), to be read there.
     struct {
@@ -73,8 +73,8 @@ struct alignas(64) InlineArea {
   alignas(64) std::atomic<std::uint64_t> announced{0};
   std::atomic<std::uint64_t> announcedSignature[3] = {};
   // Rank 0's way of posting the collective whose first round is in each slot, where the members
-  // of an exchange agree on it (algorithms/shm/inline_collective.h, followsLeader_): index << 2 | way
-  // (algorithms/shm/post_choice.h, PostChoice::Way), written before that round's post.
+  // of an exchange agree on it (algorithms/shm/inline_collective.h, followsLeader_): index << 2 |
+  // way (algorithms/shm/post_choice.h, PostChoice::Way), written before that round's post.
   std::atomic<std::uint64_t> chosen[2] = {};
   InlineSlot slots[2];
 };

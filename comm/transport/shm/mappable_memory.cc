@@ -42,8 +42,9 @@ void writeEntry(RegionEntry& entry, std::uint64_t base, std::uint64_t length, st
 
 // Set in a child after fork() (pthread_atfork), where the table's pages are still its parent's:
 // its allocations stay out of the table, its frees leave it alone. A flag rather than a getpid()
-// comparison: listed() runs on every collective that may lend its input (algorithms/shm/inline_lend.cc),
-// and that system call cost a 512 KiB allgather a third of its time where measured.
+// comparison: listed() runs on every collective that may lend its input
+// (algorithms/shm/inline_lend.cc), and that system call cost a 512 KiB allgather a third of its
+// time where measured.
 std::atomic<bool> inForkedChild{false};
 
 void markForkedChild() {
