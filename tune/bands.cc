@@ -73,12 +73,4 @@ std::vector<tuning::Rule> bandsOf(const tuning::CollectiveMatch& collective, int
   return rules;
 }
 
-std::string bytesText(std::size_t bytes) {
-  for (auto [shift, suffix] : {std::pair{30, 'G'}, std::pair{20, 'M'}, std::pair{10, 'K'}}) {
-    const std::size_t unit = std::size_t{1} << shift;
-    if (bytes != 0 && bytes % unit == 0) return std::to_string(bytes / unit) + suffix;
-  }
-  return std::to_string(bytes);
-}
-
 }  // namespace ftcomm::tune

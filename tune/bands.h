@@ -44,7 +44,4 @@ std::vector<tuning::Rule> bandsOf(const tuning::CollectiveMatch& collective, int
                                   const std::vector<Point>& points,
                                   const std::vector<Candidate>& candidates, double margin);
 
-// "8", "4K", "16M": a size as a rules file writes it.
-std::string bytesText(std::size_t bytes);
-
 }  // namespace ftcomm::tune

@@ -50,18 +50,6 @@ constexpr const char* kUsage =
     "  --rounds R        each way is timed R times, alternating, and its fastest kept (3)\n"
     "  --margin F        a band changes way only for one faster by more than F (0.10)\n";
 
-std::optional<std::size_t> parseSize(const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) return std::nullopt;
-  const std::string suffix = end;
-  if (suffix.empty()) return value;
-  if (suffix == "K") return value << 10;
-  if (suffix == "M") return value << 20;
-  if (suffix == "G") return value << 30;
-  return std::nullopt;
-}
-
 std::optional<Options> parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -75,7 +63,7 @@ std::optional<Options> parse(int argc, char** argv) {
     } else if (flag == "--base") {
       o.base = value;
     } else if (flag == "--max-bytes") {
-      auto bytes = parseSize(value);
+      auto bytes = tuning::parseBytes(value);
       if (!bytes || *bytes < 4096) return std::nullopt;
       o.maxBytes = *bytes;
     } else if (flag == "--rounds") {
@@ -159,7 +147,7 @@ std::string report(const std::vector<Measured>& measured,
     const std::vector<int> won = tune::winners(m.points, margin);
     for (std::size_t i = 0; i < m.points.size(); ++i) {
       std::snprintf(line, sizeof line, "# %-15s %8s", "",
-                    tune::bytesText(m.points[i].bytes).c_str());
+                    tuning::formatBytes(m.points[i].bytes).c_str());
       out << line;
       for (std::size_t c = 0; c < candidates.size(); ++c) {
         const double us = m.points[i].micros[c];
@@ -251,7 +239,7 @@ int main(int argc, char** argv) {
         for (std::size_t c = 0; c < candidates.size(); ++c) {
           auto mine = tune::timeCalls(*comms[c], timed.collective, buffers, 2, calls);
           if (!mine.ok()) {
-            return fail(rank, std::string(timed.name) + " " + tune::bytesText(bytes) + " by " +
+            return fail(rank, std::string(timed.name) + " " + tuning::formatBytes(bytes) + " by " +
                                   candidates[c].name + ": " + mine.status().toString());
           }
           auto all = tune::slowest(*comms[c], *mine);
@@ -260,7 +248,7 @@ int main(int argc, char** argv) {
         }
       }
       if (rank == 0) {
-        std::cerr << "ftcomm-tune: " << timed.name << " " << tune::bytesText(bytes) << ":";
+        std::cerr << "ftcomm-tune: " << timed.name << " " << tuning::formatBytes(bytes) << ":";
         for (std::size_t c = 0; c < candidates.size(); ++c) {
           if (point.micros[c] >= 0)
             std::cerr << " " << candidates[c].name << " " << point.micros[c];

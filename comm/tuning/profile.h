@@ -125,6 +125,12 @@ struct Profile {
   std::vector<Rule> rules;  // first match wins; past the last, Way::kDirect
 };
 
+// A size as rules files write it: "64", "64K", "2M", "1G", and "off" (kUnbounded) where
+// `offAllowed`. nullopt for anything else.
+std::optional<std::size_t> parseBytes(const std::string& text, bool offAllowed = false);
+// The inverse: "8", "4K", "64M", "off" for kUnbounded, plain digits where no unit divides it.
+std::string formatBytes(std::size_t bytes);
+
 // Parses a rules file's text; `source` names it in errors ("FILE:LINE: ...").
 Result<Profile> parseProfile(const std::string& text, const std::string& source);
 // Applies "key=value" overrides (settings, as in a rules file's `set` lines), comma-separated.

@@ -35,43 +35,6 @@ std::vector<std::string> words(const std::string& line) {
   return out;
 }
 
-// "64", "64K", "2M", "1G", "off" (kUnbounded where `offAllowed`).
-std::optional<std::size_t> parseBytes(const std::string& text, bool offAllowed = false) {
-  if (offAllowed && text == "off") return kUnbounded;
-  std::size_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [at, error] = std::from_chars(text.data(), end, value);
-  if (error != std::errc() || at == text.data()) return std::nullopt;
-  std::size_t shift = 0;
-  if (at != end) {
-    if (at + 1 != end) return std::nullopt;
-    switch (*at) {
-      case 'K':
-        shift = 10;
-        break;
-      case 'M':
-        shift = 20;
-        break;
-      case 'G':
-        shift = 30;
-        break;
-      default:
-        return std::nullopt;
-    }
-  }
-  if (shift != 0 && value > (kUnbounded >> shift)) return std::nullopt;
-  return value << shift;
-}
-
-std::string formatBytes(std::size_t bytes) {
-  if (bytes == kUnbounded) return "off";
-  for (auto [shift, suffix] : {std::pair{30, 'G'}, std::pair{20, 'M'}, std::pair{10, 'K'}}) {
-    const std::size_t unit = std::size_t{1} << shift;
-    if (bytes != 0 && bytes % unit == 0) return std::to_string(bytes / unit) + suffix;
-  }
-  return std::to_string(bytes);
-}
-
 std::optional<int> parseInt(const std::string& text) {
   int value = 0;
   auto [at, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -312,6 +275,42 @@ const char* collectiveName(const CollectiveMatch& match) {
 }
 
 }  // namespace
+
+std::optional<std::size_t> parseBytes(const std::string& text, bool offAllowed) {
+  if (offAllowed && text == "off") return kUnbounded;
+  std::size_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [at, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || at == text.data()) return std::nullopt;
+  std::size_t shift = 0;
+  if (at != end) {
+    if (at + 1 != end) return std::nullopt;
+    switch (*at) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        return std::nullopt;
+    }
+  }
+  if (shift != 0 && value > (kUnbounded >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+std::string formatBytes(std::size_t bytes) {
+  if (bytes == kUnbounded) return "off";
+  for (auto [shift, suffix] : {std::pair{30, 'G'}, std::pair{20, 'M'}, std::pair{10, 'K'}}) {
+    const std::size_t unit = std::size_t{1} << shift;
+    if (bytes != 0 && bytes % unit == 0) return std::to_string(bytes / unit) + suffix;
+  }
+  return std::to_string(bytes);
+}
 
 Result<Profile> parseProfile(const std::string& text, const std::string& source) {
   Profile profile;

@@ -75,8 +75,8 @@ TEST_CASE("tune: bands start halfway between measured sizes and cover every size
 }
 
 TEST_CASE("tune: sizes are written as rules files write them") {
-  CHECK(tune::bytesText(8) == "8");
-  CHECK(tune::bytesText(4096) == "4K");
-  CHECK(tune::bytesText(std::size_t{64} << 20) == "64M");
-  CHECK(tune::bytesText(1000) == "1000");
+  CHECK(tuning::formatBytes(8) == "8");
+  CHECK(tuning::formatBytes(4096) == "4K");
+  CHECK(tuning::formatBytes(std::size_t{64} << 20) == "64M");
+  CHECK(tuning::formatBytes(1000) == "1000");
 }
