@@ -354,12 +354,8 @@ void RendezvousClient::heartbeatLoop(std::chrono::milliseconds lease) {
     context.set_deadline(systemDeadline(Clock::now() + std::max(interval, lease / 2)));
     Status status = fromGrpc(stub_->Heartbeat(&context, request, &response));
     if (!status.ok() && isVerdict(status.code())) {
-      // A member that left is not expelled: its last beats may cross its Leave.
-      {
-        std::lock_guard lock(mu_);
-        if (leaving_ || left_) return;
-      }
-      if (status.message().find("has left") != std::string::npos) return;
+      // leave() ends this thread before its Leave goes out, so no beat crosses it: a verdict
+      // here is the server's word that this member is out.
       expel(Status(status.code(), "Heartbeat: " + status.message()));
       return;
     }
