@@ -198,7 +198,8 @@ bool makeCertificates(const fs::path& work) {
       "printf 'extendedKeyUsage=clientAuth\\n' >member.ext && "
       "openssl x509 -req -in member.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
       "-extfile member.ext -out member.pem";
-  const pid_t shell = spawn({"/bin/sh", "-c", script}, false);
+  // Under coreutils' timeout: a stuck openssl must not hold the launch forever.
+  const pid_t shell = spawn({"timeout", "60", "/bin/sh", "-c", script}, true);
   return shell > 0 && waitFor(shell) == 0;
 }
 
