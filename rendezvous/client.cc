@@ -122,7 +122,7 @@ void RendezvousClient::expel(const Status& why) {
 
 template <typename Request, typename Response, typename Rpc>
 Status RendezvousClient::invoke(const char* name, Rpc rpc, Request& request, Response* response,
-                                Clock::time_point deadline, bool waitsByDesign) {
+                                Clock::time_point deadline, bool waitsByDesign, bool repeatable) {
   FTCOMM_RETURN_IF_ERROR(standing());
   auto backoff = kFirstBackoff;
   Status last = unavailable("never reached");
@@ -139,7 +139,7 @@ Status RendezvousClient::invoke(const char* name, Rpc rpc, Request& request, Res
     grpc::Status status = (stub_.get()->*rpc)(&context, request, response);
     if (status.ok()) return Status::Ok();
     last = fromGrpc(status);
-    if (last.code() != StatusCode::kUnavailable) break;
+    if (last.code() != StatusCode::kUnavailable || !repeatable) break;
     // The server went away mid-call (e.g. a restart): the call is safe to repeat.
     if (!sleepUnlessStopping(std::min(backoff, remaining))) break;
     backoff = std::min(backoff * 2, kMaxBackoff);
@@ -210,6 +210,25 @@ Result<std::optional<std::string>> RendezvousClient::kvGet(const std::string& ke
                                 Clock::now() + options_.callTimeout, false));
   if (!response.found()) return std::optional<std::string>();
   return std::optional<std::string>(response.value());
+}
+
+Result<pb::KvUpdateResponse> RendezvousClient::kvUpdate(pb::KvUpdateRequest request) {
+  *request.mutable_caller() = caller();
+  pb::KvUpdateResponse response;
+  FTCOMM_RETURN_IF_ERROR(invoke("KvUpdate", &pb::Rendezvous::Stub::KvUpdate, request, &response,
+                                Clock::now() + options_.callTimeout, false,
+                                request.update_case() != pb::KvUpdateRequest::kAdd));
+  return response;
+}
+
+Result<std::uint64_t> RendezvousClient::kvCount(const std::string& prefix) {
+  pb::KvCountRequest request;
+  *request.mutable_caller() = caller();
+  request.set_prefix(prefix);
+  pb::KvCountResponse response;
+  FTCOMM_RETURN_IF_ERROR(invoke("KvCount", &pb::Rendezvous::Stub::KvCount, request, &response,
+                                Clock::now() + options_.callTimeout, false));
+  return response.count();
 }
 
 Result<std::vector<std::string>> RendezvousClient::kvWait(const std::vector<std::string>& keys,

@@ -78,6 +78,11 @@ class RendezvousClient {
   Result<std::vector<std::string>> kvWait(const std::vector<std::string>& keys,
                                           std::chrono::milliseconds timeout);
 
+  // c10d's atomic updates (KvUpdateRequest): the value after the update and whether the key
+  // exists. An add is not repeated after a lost connection, as it may have been applied.
+  Result<pb::KvUpdateResponse> kvUpdate(pb::KvUpdateRequest request);
+  Result<std::uint64_t> kvCount(const std::string& prefix);
+
   // In the member's current epoch.
   Status reportFailure(int suspectRank, const std::string& reason);
   Status revoke(const std::string& reason);
@@ -111,7 +116,7 @@ class RendezvousClient {
   pb::Caller caller() const;
   template <typename Request, typename Response, typename Rpc>
   Status invoke(const char* name, Rpc rpc, Request& request, Response* response,
-                Clock::time_point deadline, bool waitsByDesign);
+                Clock::time_point deadline, bool waitsByDesign, bool repeatable = true);
   Status noteVerdict(const Status& status);
   // Records the server's verdict (the first one wins) and tells onExpelled.
   void expel(const Status& why);

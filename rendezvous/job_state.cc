@@ -69,6 +69,18 @@ Status JobState::kvGet(const pb::KvGetRequest& request, pb::KvGetResponse& out) 
   return Status::Ok();
 }
 
+Status JobState::kvUpdate(const pb::KvUpdateRequest& request, pb::KvUpdateResponse& answer,
+                          Effects& out) {
+  FTCOMM_RETURN_IF_ERROR(checkCaller(request.caller()));
+  return kv_.update(request, answer, out);
+}
+
+Status JobState::kvCount(const pb::KvCountRequest& request, pb::KvCountResponse& out) const {
+  FTCOMM_RETURN_IF_ERROR(checkCaller(request.caller()));
+  out.set_count(kv_.count(request.prefix()));
+  return Status::Ok();
+}
+
 Status JobState::kvWait(WaiterId waiter, const pb::KvWaitRequest& request, Clock::time_point now,
                         Effects& out) {
   FTCOMM_RETURN_IF_ERROR(checkCaller(request.caller()));
@@ -228,6 +240,9 @@ void JobState::apply(const pb::JournalRecord& record) {
       break;
     case pb::JournalRecord::kKvSet:
       kv_.apply(record.kv_set());
+      break;
+    case pb::JournalRecord::kKvRemoved:
+      kv_.applyRemoval(record.kv_removed());
       break;
     case pb::JournalRecord::kKvCleared:
       kv_ = KvStore(jobId_);

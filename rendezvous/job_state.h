@@ -56,6 +56,8 @@ class JobState {
 
   Status kvSet(const pb::KvSetRequest& request, Effects& out);
   Status kvGet(const pb::KvGetRequest& request, pb::KvGetResponse& out) const;
+  Status kvUpdate(const pb::KvUpdateRequest& request, pb::KvUpdateResponse& answer, Effects& out);
+  Status kvCount(const pb::KvCountRequest& request, pb::KvCountResponse& out) const;
   Status kvWait(WaiterId waiter, const pb::KvWaitRequest& request, Clock::time_point now,
                 Effects& out);
 

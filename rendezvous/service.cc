@@ -124,6 +124,26 @@ grpc::ServerUnaryReactor* RendezvousService::KvGet(grpc::CallbackServerContext* 
   });
 }
 
+grpc::ServerUnaryReactor* RendezvousService::KvUpdate(grpc::CallbackServerContext* context,
+                                                      const pb::KvUpdateRequest* request,
+                                                      pb::KvUpdateResponse* response) {
+  return answerMutation(context, request->caller(),
+                        [&](JobState& state, Clock::time_point, Effects& out) {
+                          return state.kvUpdate(*request, *response, out);
+                        });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::KvCount(grpc::CallbackServerContext* context,
+                                                     const pb::KvCountRequest* request,
+                                                     pb::KvCountResponse* response) {
+  return answer(context, [&]() -> Status {
+    auto job = authorize(request->caller());
+    if (!job.ok()) return job.status();
+    return (*job)->inspect(
+        [&](JobState& state, Clock::time_point) { return state.kvCount(*request, *response); });
+  });
+}
+
 grpc::ServerUnaryReactor* RendezvousService::KvWait(grpc::CallbackServerContext* context,
                                                     const pb::KvWaitRequest* request,
                                                     pb::KvWaitResponse* response) {

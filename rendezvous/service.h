@@ -46,6 +46,12 @@ class RendezvousService final : public pb::Rendezvous::CallbackService {
   grpc::ServerUnaryReactor* KvGet(grpc::CallbackServerContext* context,
                                   const pb::KvGetRequest* request,
                                   pb::KvGetResponse* response) override;
+  grpc::ServerUnaryReactor* KvUpdate(grpc::CallbackServerContext* context,
+                                     const pb::KvUpdateRequest* request,
+                                     pb::KvUpdateResponse* response) override;
+  grpc::ServerUnaryReactor* KvCount(grpc::CallbackServerContext* context,
+                                    const pb::KvCountRequest* request,
+                                    pb::KvCountResponse* response) override;
   grpc::ServerUnaryReactor* KvWait(grpc::CallbackServerContext* context,
                                    const pb::KvWaitRequest* request,
                                    pb::KvWaitResponse* response) override;

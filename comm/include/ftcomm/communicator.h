@@ -41,6 +41,7 @@
 
 #include "ftcomm/export.h"
 #include "ftcomm/status.h"
+#include "ftcomm/store.h"
 #include "ftcomm/types.h"
 #include "ftcomm/work.h"
 
@@ -191,6 +192,19 @@ class FTCOMM_API Communicator {
   // in it get null.
   Result<std::unique_ptr<Communicator>> split(std::span<const int> ranks,
                                               const OpOptions& options = {});
+
+  // The job's key-value store on the rendezvous (world communicators only; a split child gets
+  // InvalidArgument). It outlives every member and is shared with replacements.
+  Result<JobStore> store() const;
+
+  // A child of the listed ranks, in that order, made by those members alone (MPI_Comm_create_group,
+  // torch's new_group): the others need not call. The members exchange their channels through
+  // the job's store under `tag`, which they all pass the same and which no other group of this
+  // communicator in this epoch uses. Fails with Timeout naming the missing ranks when a member
+  // does not call within the operation's deadline.
+  Result<std::unique_ptr<Communicator>> createGroup(std::span<const int> ranks,
+                                                    const std::string& tag,
+                                                    const OpOptions& options = {});
 
   // Writes this process's flight-recorder dump (recorder/) now.
   Result<std::string> dumpFlightRecorder(const std::string& reason);
