@@ -9,6 +9,7 @@
 
 #include "core/hash.h"
 #include "core/pending.h"
+#include "core/split_child.h"
 #include "core/submit.h"
 #include "core/transport_choice.h"
 
@@ -88,50 +89,18 @@ class PendingSplit final : public PendingCommunicator::Impl {
     }
     std::stable_sort(members.begin(), members.end(),
                      [&](int a, int b) { return field(a, 1) < field(b, 1); });
-    auto child = std::make_shared<CommState>();
-    child->engine = parent_->engine;
-    child->rendezvous = parent_->rendezvous;
-    child->name = parent_->name + "/" + std::to_string(color_);
-    child->parentId = parent_->id;
-    // The same on every member: the parent, the color, and the first member's channel.
-    child->id = detail::hashMix(detail::hashMix(parent_->id, static_cast<std::uint64_t>(color_)),
-                                static_cast<std::uint64_t>(field(members.front(), 2))) |
-                1;
-    child->epoch = parent_->epoch;
-    child->shm = parent_->shm;
-    child->size = static_cast<int>(members.size());
-    child->channel = proposed_;
-    child->opTimeout = parent_->opTimeout;
-    child->launchRank = parent_->launchRank;
-    for (int childRank = 0; childRank < child->size; ++childRank) {
-      const int p = members[static_cast<std::size_t>(childRank)];
-      if (p == parent_->rank) child->rank = childRank;
-      child->parentRanks.push_back(p);
-      child->worldRanks.push_back(parent_->worldRanks[static_cast<std::size_t>(p)]);
-      child->addresses.push_back(parent_->addresses[static_cast<std::size_t>(p)]);
-      child->channels.push_back(static_cast<std::uint16_t>(field(p, 2)));
-      if (parent_->shm)
-        child->shmMembers.push_back(parent_->shmMembers[static_cast<std::size_t>(p)]);
+    std::vector<std::uint16_t> channels;
+    for (int p : members) {
+      channels.push_back(static_cast<std::uint16_t>(field(p, 2)));
       areas.push_back(static_cast<int>(field(p, 4)));
     }
-    child->tuning =
-        std::make_shared<const tuning::PlanTable>(parent_->tuning->profile(), child->size);
-    if (parent_->inlineGroup) {
-      child->inlineGroup = detail::makeInlineGroup(child->tuning, child->shm, child->shmMembers,
-                                                   areas, child->channels);
-      child->forcedAlgorithms = parent_->forcedAlgorithms;
-    }
-    {
-      std::lock_guard<std::mutex> lock(parent_->engine->mutex());
-      auto transport = detail::makeTransportLocked(*parent_->engine, child->shm, child->shmMembers,
-                                                   child->rank, child->addresses, child->channels);
-      if (!transport.ok()) return transport.status();
-      child->transport = std::move(transport).value();
-      child->peersReadable = detail::everyPeerReadable(*child->transport);
-      parent_->engine->attachLocked(child);
-    }
-    child->registerWithRecorder();
-    return std::make_unique<Communicator>(child);
+    // The same on every member: the parent, the color, and the first member's channel.
+    const std::uint64_t id =
+        detail::hashMix(detail::hashMix(parent_->id, static_cast<std::uint64_t>(color_)),
+                        static_cast<std::uint64_t>(channels.front())) |
+        1;
+    return detail::makeChild(parent_, "/" + std::to_string(color_), id, members, channels, areas,
+                             proposed_);
   }
 
   std::shared_ptr<CommState> parent_;

@@ -9,6 +9,7 @@ namespace ftcomm {
 namespace detail {
 
 void WorkState::complete(Status status, std::size_t bytes) {
+  std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_.load(std::memory_order_relaxed)) return;
@@ -22,8 +23,21 @@ void WorkState::complete(Status status, std::size_t bytes) {
     status_ = std::move(status);
     bytes_ = bytes;
     done_.store(true, std::memory_order_release);
+    callbacks.swap(callbacks_);
   }
   cv_.notify_all();
+  for (auto& callback : callbacks) callback();
+}
+
+void WorkState::onDone(std::function<void()> callback) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_.load(std::memory_order_relaxed)) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback();
 }
 
 const std::shared_ptr<WorkState>& succeededWorkState(recorder::OpProgress* progress) {
@@ -149,6 +163,14 @@ Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
   }
   if (spinning) engine->endSpin(true, now, /*drivesWorker=*/true);
   return state_->result();
+}
+
+void Work::onDone(std::function<void()> callback) {
+  if (!state_) {
+    callback();
+    return;
+  }
+  state_->onDone(std::move(callback));
 }
 
 Status Work::status() const {

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "ftcomm/status.h"
 #include "recorder/op_progress.h"
@@ -49,6 +51,8 @@ class WorkState {
   // sleeps: the peers are likely still copying).
   void expectBytes(std::size_t bytes) { expectedBytes_ = bytes; }
   std::size_t expectedBytes() const { return expectedBytes_; }
+  // Calls `callback` once done: at once when it is, else on the thread that completes it.
+  void onDone(std::function<void()> callback);
   // Sleeps until done or `until`; true when done.
   bool sleepUntil(Clock::time_point until);
 
@@ -62,6 +66,7 @@ class WorkState {
   Status status_;
   std::size_t bytes_ = 0;
   std::size_t expectedBytes_ = 0;
+  std::vector<std::function<void()>> callbacks_;
 };
 
 // One completed, successful state shared by every operation that succeeded within its call and

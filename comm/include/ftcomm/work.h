@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "ftcomm/export.h"
@@ -37,6 +38,11 @@ class FTCOMM_API Work {
   Status wait(std::chrono::milliseconds timeout);
   // The terminal status once ended; Unavailable ("still running") before.
   Status status() const;
+  // Calls `callback` once the operation has ended: at once, on this thread, when it has; else on
+  // the thread that ends it (the engine's progress thread, or a waiter). It runs where ftcomm's
+  // locks may be held, so it must be short and must not call into ftcomm: it hands the news on
+  // (a framework's completion thread, a condition variable), as torch's futures need.
+  void onDone(std::function<void()> callback);
   // Bytes received, for recv once it completed; 0 otherwise.
   std::size_t bytes() const;
 
