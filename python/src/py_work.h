@@ -1,0 +1,64 @@
+// ftcomm.Work: a posted operation and the Python objects whose memory it uses. Waiting
+// releases the GIL. Dropping the last reference to an unfinished Work waits for it first, so
+// that no operation writes into memory Python has freed.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "ftcomm/work.h"
+#include "python/src/errors.h"
+
+namespace ftcomm::python {
+
+class PyWork {
+ public:
+  PyWork(Work work, std::vector<pybind11::object> keep)
+      : work_(std::move(work)), keep_(std::move(keep)) {}
+  PyWork(const PyWork&) = delete;
+  PyWork& operator=(const PyWork&) = delete;
+  ~PyWork() {
+    if (!work_.valid()) return;
+    pybind11::gil_scoped_release release;
+    (void)work_.wait();
+  }
+
+  // Raises the operation's failure; `timeout` in seconds, none: the operation's own deadline.
+  void wait(std::optional<double> timeout) {
+    Status s;
+    {
+      pybind11::gil_scoped_release release;
+      s = timeout ? work_.wait(std::chrono::milliseconds(static_cast<long long>(*timeout * 1e3)))
+                  : work_.wait();
+    }
+    check(s);
+  }
+  bool test() {
+    pybind11::gil_scoped_release release;
+    return work_.test();
+  }
+  Status status() const { return work_.status(); }
+  std::size_t bytes() const { return work_.bytes(); }
+
+ private:
+  Work work_;
+  std::vector<pybind11::object> keep_;
+};
+
+// An operation's result in Python: the Work when async_op, else None once it succeeded.
+inline pybind11::object finish(Work work, std::vector<pybind11::object> keep, bool asyncOp) {
+  if (asyncOp) return pybind11::cast(std::make_shared<PyWork>(std::move(work), std::move(keep)));
+  Status s;
+  {
+    pybind11::gil_scoped_release release;
+    s = work.wait();
+  }
+  check(s);
+  return pybind11::none();
+}
+
+}  // namespace ftcomm::python
