@@ -21,7 +21,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from typing import List, Optional, Tuple
 
@@ -73,8 +72,10 @@ def init(args: argparse.Namespace) -> None:
         return
     rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
     size = int(os.environ["OMPI_COMM_WORLD_SIZE"])
-    path = os.path.join(tempfile.gettempdir(), f"gloo-init-{os.environ['FTCOMM_JOB']}")
-    dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=size)
+    # A TCPStore on rank 0, at a port every rank derives from ftcomm-run's job name (its pid).
+    port = 20000 + int(os.environ["FTCOMM_JOB"].rsplit("-", 1)[1]) % 20000
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=size)
 
 
 def train_step(

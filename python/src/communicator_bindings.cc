@@ -180,17 +180,24 @@ void bindCommunicator(py::module_& m) {
       "reduce",
       [](Communicator& self, py::handle send, py::handle recv, int root, const std::string& op,
          std::optional<double> timeout, bool asyncOp) {
+        // Every member needs a receive buffer (the tree's partial results pass through it); a
+        // member that gives none gets scratch, and the root's default is in place.
         const bool isRoot = self.rank() == root;
         Buffer s = asBuffer(send, "send", recv.is_none() && isRoot);
-        Buffer r = recv.is_none() || !isRoot ? s : asBuffer(recv, "recv", true);
+        py::object scratch =
+            recv.is_none() && !isRoot
+                ? (py::hasattr(s.owner, "data_ptr")
+                       ? s.owner.attr("clone")()
+                       : py::module_::import("numpy").attr("empty_like")(s.owner))
+                : py::reinterpret_borrow<py::object>(recv.is_none() ? py::handle(s.owner) : recv);
+        Buffer r = asBuffer(scratch, "recv", true);
         sameType(s, r, "reduce");
         counts(s.count == r.count, "reduce", "send and recv need the same size", s, r);
         const ReduceOp rop = reduceOp(op);
         Work w;
         {
           py::gil_scoped_release release;
-          w = self.reduce(s.data, isRoot ? r.data : nullptr, s.count, s.dtype, rop, root,
-                          opOptions(timeout));
+          w = self.reduce(s.data, r.data, s.count, s.dtype, rop, root, opOptions(timeout));
         }
         return finish(std::move(w), keep(s, r), asyncOp);
       },

@@ -94,8 +94,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupFtcomm::reduce(std::vector<at::Tensor
   const auto& t = single(tensors, "reduce");
   const ReduceOp op = reduceOpOf(opts.reduceOp, t, "reduce");
   const int root = static_cast<int>(opts.rootRank);
-  auto w = comm_->reduce(t.data_ptr(), root == getRank() ? t.data_ptr() : nullptr, count(t),
-                         dataTypeOf(t, "reduce"), op, root, options);
+  // In place on every member (torch leaves the other members' tensors unspecified).
+  auto w = comm_->reduce(t.data_ptr(), t.data_ptr(), count(t), dataTypeOf(t, "reduce"), op, root,
+                         options);
   return launch(c10d::OpType::REDUCE, std::move(w), tensors, {});
 }
 

@@ -1,0 +1,46 @@
+"""Shared helpers: run a worker script on N ranks under the real ftcomm-run (mpirun and a
+rendezvous server), with build/python on PYTHONPATH."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+BUILD = Path(os.environ.get("FTCOMM_BUILD_DIR", ROOT / "build"))
+WORKERS = HERE / "workers"
+
+
+def python_env(extra: Optional[dict] = None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BUILD / "python"),
+                                                      env.get("PYTHONPATH", "")]))
+    env.setdefault("UCX_LOG_LEVEL", "error")
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # gloo beside ftcomm, on this host only
+    env.update(extra or {})
+    return env
+
+
+def run_ranks(n: int, script: str, *args: str, run_flags: List[str] = (),
+              timeout: float = 240, env: Optional[dict] = None) -> subprocess.CompletedProcess:
+    """ftcomm-run -np N -- python3 SCRIPT ARGS; the output is stdout and stderr together."""
+    path = script if os.path.isabs(script) else str(WORKERS / script)
+    cmd = [str(BUILD / "bin" / "ftcomm-run"), "-np", str(n), *run_flags, "--",
+           sys.executable, path, *args]
+    result = subprocess.run(cmd, env=python_env(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    result.stdout = "\n".join(line for line in result.stdout.splitlines()
+                              if "PMIX ERROR: BAD-PARAM" not in line)
+    return result
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built() -> None:
+    if not (BUILD / "python" / "ftcomm" / "__init__.py").exists():
+        pytest.fail(f"build the project first (scripts/build): no {BUILD}/python/ftcomm")

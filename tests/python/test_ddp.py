@@ -1,0 +1,39 @@
+"""examples/torch_ddp_ft.py: DistributedDataParallel on "ftcomm" agrees with "gloo" step by
+step, and survives a killed rank (rank 0 included) with a replacement joining."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_ranks
+
+EXAMPLE = str(ROOT / "examples" / "torch_ddp_ft.py")
+
+
+def losses(path: Path) -> list:
+    return [float(line.split()[1]) for line in path.read_text().splitlines()]
+
+
+def test_ddp_losses_on_ftcomm_match_gloo_step_by_step(tmp_path: Path) -> None:
+    runs = {}
+    for backend in ("gloo", "ftcomm"):
+        out = tmp_path / f"{backend}.txt"
+        result = run_ranks(4, EXAMPLE, "--backend", backend, "--steps", "25", "--losses", str(out))
+        assert result.returncode == 0, result.stdout
+        assert "world_sizes=4 replicas_identical=yes" in result.stdout, result.stdout
+        runs[backend] = losses(out)
+    assert len(runs["gloo"]) == len(runs["ftcomm"]) == 25
+    assert runs["ftcomm"] == pytest.approx(runs["gloo"], rel=1e-5, abs=1e-7)
+    assert runs["ftcomm"][-1] < runs["ftcomm"][0], "training did not reduce the loss"
+
+
+@pytest.mark.parametrize("victim", [2, 0])
+def test_ddp_survives_a_killed_rank_and_admits_a_replacement(victim: int) -> None:
+    result = run_ranks(4, EXAMPLE, "--steps", "30", "--fault", "--fault-rank", str(victim),
+                       "--replace")
+    final = re.search(r"^FINAL .*$", result.stdout, re.M)
+    assert final, result.stdout
+    assert "world_sizes=4>3>4 replicas_identical=yes" in final.group(0), result.stdout
+    assert "steps=30" in final.group(0)
+    assert f"rank {victim} killed by signal 9" in result.stdout
