@@ -110,6 +110,15 @@ c++ "$src/examples/consumer/consumer.cc" \
 run2 "$root/usr/bin" "$work/consumer-deb" "$work/run-deb.log" LD_LIBRARY_PATH="$root/usr/lib/$arch" \
   || fail "the consumer failed against the unpacked packages"
 
+# The Python package, unpacked: Debian's python3 imports it and its torch backend from there.
+python_deb=$(ls "$work"/deb/python3-ftcomm_*.deb) || fail "no python3-ftcomm_*.deb"
+dpkg-deb -x "$python_deb" "$root"
+imported=$(PYTHONPATH="$root/usr/lib/python3/dist-packages" LD_LIBRARY_PATH="$root/usr/lib/$arch" \
+  /usr/bin/python3 -c 'import ftcomm, ftcomm.torch, torch.distributed as d; print(ftcomm.__version__, d.Backend("ftcomm"))') \
+  || fail "python3 could not import ftcomm and ftcomm.torch from the unpacked package"
+[ "$imported" = "$(sed -n 's/^CMAKE_PROJECT_VERSION:[A-Z]*=//p' "$build/CMakeCache.txt") ftcomm" ] \
+  || fail "the unpacked package said '$imported'"
+
 # The library alone: no MPI, Catch2 or Gloo needed (configure only).
 cmake -S "$src" -B "$work/library-only" -G Ninja -DFTCOMM_BUILD_TESTS=OFF -DFTCOMM_BUILD_BENCH=OFF \
   -DFTCOMM_BUILD_EXAMPLES=OFF -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON \

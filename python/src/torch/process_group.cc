@@ -39,9 +39,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupFtcomm::launch(c10d::OpType type, ftc
   op->outputs = std::move(outputs);
   op->keep = std::move(keep);
   op->copyOut = std::move(copyOut);
-  op->future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
-  completion_->watch(op);
-  return c10::make_intrusive<FtcommWork>(getRank(), type, std::move(op));
+  return c10::make_intrusive<FtcommWork>(getRank(), type, std::move(op), completion_->queue());
 }
 
 }  // namespace ftcomm::torch_backend

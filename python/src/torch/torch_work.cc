@@ -20,11 +20,50 @@ void Operation::finish() {
     if (!s.ok()) error_ = error = std::make_exception_ptr(CommError(s));
   }
   // The Future's callbacks run here, outside the lock: one may wait on this operation again.
-  if (error) {
-    future->setError(error);
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    future = future_;
+  }
+  if (future) complete(future);
+}
+
+void Operation::complete(const c10::intrusive_ptr<c10::ivalue::Future>& future) const {
+  if (auto failure = error()) {
+    future->setError(failure);
   } else {
     future->markCompleted(c10::IValue(outputs));
   }
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> Operation::future(
+    const std::shared_ptr<CompletionQueue>& queue, const std::shared_ptr<Operation>& self) {
+  c10::intrusive_ptr<c10::ivalue::Future> made;
+  bool ended = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (future_) return future_;
+    future_ = made = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
+    ended = finished_;
+  }
+  // finish() completes the Future when it runs after the lock above; when it ran before, it
+  // found none, so it is completed here.
+  if (ended) {
+    complete(made);
+    return made;
+  }
+  // The callback may run on ftcomm's engine thread: it only queues the operation. It holds the
+  // queue, not the completion thread, which may be gone by then, and the operation itself:
+  // callers such as DDP keep only the Future and drop the Work at once.
+  work.onDone([queue, self] {
+    {
+      std::lock_guard<std::mutex> lock(queue->mu);
+      if (queue->stop) return;
+      queue->ended.push_back(self);
+    }
+    queue->cv.notify_one();
+  });
+  return made;
 }
 
 bool Operation::finished() const {
@@ -37,7 +76,7 @@ std::exception_ptr Operation::error() const {
   return error_;
 }
 
-CompletionThread::CompletionThread() : queue_(std::make_shared<Queue>()) {
+CompletionThread::CompletionThread() : queue_(std::make_shared<CompletionQueue>()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -48,20 +87,6 @@ CompletionThread::~CompletionThread() {
   }
   queue_->cv.notify_all();
   thread_.join();
-}
-
-void CompletionThread::watch(const std::shared_ptr<Operation>& op) {
-  // The callback may run on ftcomm's engine thread: it only queues the operation. It holds the
-  // queue, not this object, which may be gone by then, and the operation itself: callers such
-  // as DDP keep only the Future and drop the Work at once.
-  op->work.onDone([queue = queue_, op] {
-    {
-      std::lock_guard<std::mutex> lock(queue->mu);
-      if (queue->stop) return;
-      queue->ended.push_back(op);
-    }
-    queue->cv.notify_one();
-  });
 }
 
 void CompletionThread::run() {
@@ -78,8 +103,9 @@ void CompletionThread::run() {
   }
 }
 
-FtcommWork::FtcommWork(int rank, c10d::OpType type, std::shared_ptr<Operation> op)
-    : c10d::Work(rank, type), op_(std::move(op)) {}
+FtcommWork::FtcommWork(int rank, c10d::OpType type, std::shared_ptr<Operation> op,
+                       std::shared_ptr<CompletionQueue> queue)
+    : c10d::Work(rank, type), op_(std::move(op)), queue_(std::move(queue)) {}
 
 bool FtcommWork::isCompleted() {
   if (!op_->work.test()) return false;
@@ -108,7 +134,7 @@ bool FtcommWork::wait(std::chrono::milliseconds timeout) {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> FtcommWork::getFuture() {
-  return op_->future;
+  return op_->future(queue_, op_);
 }
 
 }  // namespace ftcomm::torch_backend
