@@ -23,17 +23,6 @@ namespace {
 
 using CommPtr = std::shared_ptr<Communicator>;
 
-std::chrono::milliseconds toMs(std::optional<double> seconds) {
-  return seconds ? std::chrono::milliseconds(static_cast<long long>(*seconds * 1e3))
-                 : std::chrono::milliseconds(0);
-}
-
-OpOptions opOptions(std::optional<double> timeout) {
-  OpOptions o;
-  o.timeout = toMs(timeout);
-  return o;
-}
-
 void sameType(const Buffer& a, const Buffer& b, const char* op) {
   if (a.dtype != b.dtype) {
     raise(invalidArgument(std::string(op) + ": send is " + std::string(dataTypeName(a.dtype)) +

@@ -10,10 +10,23 @@
 #include <utility>
 #include <vector>
 
+#include "ftcomm/communicator.h"
 #include "ftcomm/work.h"
 #include "python/src/errors.h"
 
 namespace ftcomm::python {
+
+// Python's timeouts are seconds; none is 0, "the communicator's".
+inline std::chrono::milliseconds toMs(std::optional<double> seconds) {
+  return seconds ? std::chrono::milliseconds(static_cast<long long>(*seconds * 1e3))
+                 : std::chrono::milliseconds(0);
+}
+
+inline OpOptions opOptions(std::optional<double> timeout) {
+  OpOptions o;
+  o.timeout = toMs(timeout);
+  return o;
+}
 
 class PyWork {
  public:

@@ -30,12 +30,6 @@ struct PyWindow {
   }
 };
 
-OpOptions opOptions(std::optional<double> timeout) {
-  OpOptions o;
-  if (timeout) o.timeout = std::chrono::milliseconds(static_cast<long long>(*timeout * 1e3));
-  return o;
-}
-
 template <typename Post>
 py::object post(Post&& post, std::vector<py::object> keep, bool asyncOp) {
   Work w;

@@ -103,7 +103,9 @@ def _start_server(host: str, timeout: float) -> str:
             break
         time.sleep(0.02)
     _stop_server()
-    raise ftcomm.Unavailable(f"the rendezvous server beside rank 0 did not start within {timeout} s")
+    raise ftcomm.Unavailable(
+        f"the rendezvous server beside rank 0 did not start within {timeout} s"
+    )
 
 
 def _stop_server() -> None:

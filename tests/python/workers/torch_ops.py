@@ -3,6 +3,7 @@ must produce. --init env: torchrun-style env:// (RANK, WORLD_SIZE, MASTER_ADDR/P
 rank 0 starts the rendezvous; default: ftcomm://."""
 
 import datetime
+import math
 import os
 import sys
 
@@ -32,7 +33,8 @@ pg = dist.distributed_c10d._get_default_group()
 assert isinstance(pg, ftcomm.torch.ProcessGroupFtcomm) and pg.size() == n
 
 # allreduce with every op
-for op, expect in [(dist.ReduceOp.SUM, sum(range(1, n + 1))), (dist.ReduceOp.PRODUCT, 1.0 * __import__("math").factorial(n)),
+for op, expect in [(dist.ReduceOp.SUM, sum(range(1, n + 1))),
+                   (dist.ReduceOp.PRODUCT, math.factorial(n)),
                    (dist.ReduceOp.MIN, 1), (dist.ReduceOp.MAX, n),
                    (dist.ReduceOp.AVG, (n + 1) / 2)]:
     t = torch.full((5,), float(r + 1))
@@ -55,6 +57,11 @@ try:
     raise AssertionError("AVG on integers")
 except (RuntimeError, ValueError) as e:
     assert "avg" in str(e).lower()
+try:
+    dist.all_reduce(torch.ones(2), op=dist._make_nccl_premul_sum(2.0))
+    raise AssertionError("PREMUL_SUM")
+except RuntimeError as e:
+    assert "PREMUL_SUM is not supported" in str(e), e
 try:
     dist.all_reduce(torch.ones(4, 4).t())
     raise AssertionError("a non-contiguous tensor")
