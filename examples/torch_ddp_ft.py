@@ -70,12 +70,9 @@ def init(args: argparse.Namespace) -> None:
         # (FTCOMM_REPLACEMENT=1) gets them from the reconfiguration that admits it.
         dist.init_process_group("ftcomm", init_method="ftcomm://")
         return
-    rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
-    size = int(os.environ["OMPI_COMM_WORLD_SIZE"])
-    # A TCPStore on rank 0, at a port every rank derives from ftcomm-run's job name (its pid).
-    port = 20000 + int(os.environ["FTCOMM_JOB"].rsplit("-", 1)[1]) % 20000
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=size)
+    # gloo bootstraps through the same store on the rendezvous (a TCPStore on rank 0 makes torch
+    # 1.13's other ranks spin at exit when rank 0 leaves first).
+    dist.init_process_group("gloo", init_method="ftcomm://")
 
 
 def train_step(

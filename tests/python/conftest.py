@@ -4,6 +4,7 @@ rendezvous server), with build/python on PYTHONPATH."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,8 +34,16 @@ def run_ranks(n: int, script: str, *args: str, run_flags: List[str] = (),
     path = script if os.path.isabs(script) else str(WORKERS / script)
     cmd = [str(BUILD / "bin" / "ftcomm-run"), "-np", str(n), *run_flags, "--",
            sys.executable, path, *args]
-    result = subprocess.run(cmd, env=python_env(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    # A session of its own, so that a run past its timeout is killed with every rank it started.
+    with subprocess.Popen(cmd, env=python_env(env), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, start_new_session=True) as proc:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            pytest.fail(f"{' '.join(cmd)} ran past {timeout} s:\n{out}")
+    result = subprocess.CompletedProcess(cmd, proc.returncode, out)
     result.stdout = "\n".join(line for line in result.stdout.splitlines()
                               if "PMIX ERROR: BAD-PARAM" not in line)
     return result

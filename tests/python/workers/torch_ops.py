@@ -6,6 +6,7 @@ import datetime
 import math
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -152,4 +153,9 @@ dist.all_gather_object(objs, {"rank": r})
 assert [o["rank"] for o in objs] == list(range(n))
 
 print(f"TORCH OK rank {r}", flush=True)
+dist.barrier()
+if "--init-env" in sys.argv and r == 0:
+    # Rank 0 holds torch's TCPStore under env://; it leaves last, as torch 1.13's store clients
+    # can spin at exit when the master goes first.
+    time.sleep(1)
 dist.destroy_process_group()
