@@ -28,25 +28,29 @@ def python_env(extra: Optional[dict] = None) -> dict:
     return env
 
 
-def run_ranks(n: int, script: str, *args: str, run_flags: List[str] = (),
-              timeout: float = 240, env: Optional[dict] = None) -> subprocess.CompletedProcess:
-    """ftcomm-run -np N -- python3 SCRIPT ARGS; the output is stdout and stderr together."""
-    path = script if os.path.isabs(script) else str(WORKERS / script)
-    cmd = [str(BUILD / "bin" / "ftcomm-run"), "-np", str(n), *run_flags, "--",
-           sys.executable, path, *args]
-    # A session of its own, so that a run past its timeout is killed with every rank it started.
-    with subprocess.Popen(cmd, env=python_env(env), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, start_new_session=True) as proc:
+def run_command(cmd: List[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """Runs `cmd` in a session of its own, so that a run past its timeout is killed with every
+    process it started; the output is stdout and stderr together, without OpenMPI's PMIx
+    noise."""
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, start_new_session=True) as proc:
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             out, _ = proc.communicate()
             pytest.fail(f"{' '.join(cmd)} ran past {timeout} s:\n{out}")
-    result = subprocess.CompletedProcess(cmd, proc.returncode, out)
-    result.stdout = "\n".join(line for line in result.stdout.splitlines()
-                              if "PMIX ERROR: BAD-PARAM" not in line)
-    return result
+    out = "\n".join(line for line in out.splitlines() if "PMIX ERROR: BAD-PARAM" not in line)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out)
+
+
+def run_ranks(n: int, script: str, *args: str, run_flags: List[str] = (),
+              timeout: float = 240, env: Optional[dict] = None) -> subprocess.CompletedProcess:
+    """ftcomm-run -np N -- python3 SCRIPT ARGS."""
+    path = script if os.path.isabs(script) else str(WORKERS / script)
+    cmd = [str(BUILD / "bin" / "ftcomm-run"), "-np", str(n), *run_flags, "--",
+           sys.executable, path, *args]
+    return run_command(cmd, python_env(env), timeout)
 
 
 @pytest.fixture(scope="session", autouse=True)
