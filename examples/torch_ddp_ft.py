@@ -70,8 +70,7 @@ def init(args: argparse.Namespace) -> None:
         # (FTCOMM_REPLACEMENT=1) gets them from the reconfiguration that admits it.
         dist.init_process_group("ftcomm", init_method="ftcomm://")
         return
-    # gloo bootstraps through the same store on the rendezvous (a TCPStore on rank 0 makes torch
-    # 1.13's other ranks spin at exit when rank 0 leaves first).
+    # gloo bootstraps through the same store on the rendezvous, so no rank holds it.
     dist.init_process_group("gloo", init_method="ftcomm://")
 
 
@@ -181,6 +180,13 @@ def main() -> int:
         print(f"FINAL loss={loss:.6f} steps={step} "
               f"world_sizes={'>'.join(map(str, sizes))} "
               f"replicas_identical={'yes' if identical else 'no'}", flush=True)
+    if args.backend == "gloo":
+        # torch 1.13's ProcessGroupGloo can deadlock at teardown: DDP's Reducer destroys it
+        # holding the GIL, and its destructor joins a worker that waits for the GIL to drop a
+        # tensor. Once every rank is past a barrier, the process ends without that teardown.
+        dist.barrier()
+        sys.stdout.flush()
+        os._exit(0 if identical else 1)
     dist.destroy_process_group()
     return 0 if identical else 1
 

@@ -15,7 +15,7 @@ std::optional<std::int64_t> parseCounter(const std::string& text) {
   std::int64_t value = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  if (ec != std::errc() || ptr != end) return std::nullopt;
   return value;
 }
 

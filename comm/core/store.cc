@@ -1,5 +1,7 @@
 #include "ftcomm/store.h"
 
+#include <charconv>
+
 #include "comm/core/epoch.h"
 #include "ftcomm/communicator.h"
 #include "rendezvous/client.h"
@@ -29,7 +31,14 @@ Result<std::int64_t> JobStore::add(const std::string& key, std::int64_t delta) {
   request.set_add(delta);
   auto answer = world_->rendezvous->kvUpdate(std::move(request));
   if (!answer.ok()) return answer.status();
-  return static_cast<std::int64_t>(std::stoll(answer->value()));
+  const std::string& text = answer->value();
+  std::int64_t sum = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), sum);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return internalError("the rendezvous answered add on '" + key + "' with '" + text +
+                         "', not a decimal integer");
+  }
+  return sum;
 }
 
 Result<std::string> JobStore::compareSet(const std::string& key, const std::string& expected,

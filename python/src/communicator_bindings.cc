@@ -12,6 +12,7 @@
 #include "ftcomm/communicator.h"
 #include "python/src/bindings.h"
 #include "python/src/buffers.h"
+#include "python/src/counts.h"
 #include "python/src/errors.h"
 #include "python/src/py_work.h"
 
@@ -47,12 +48,6 @@ std::pair<Buffer, Buffer> sendRecv(py::handle send, py::handle recv, const char*
 
 std::vector<py::object> keep(const Buffer& a, const Buffer& b) {
   return {a.owner, b.owner};
-}
-
-std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
-  std::vector<std::size_t> d(counts.size(), 0);
-  for (std::size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
-  return d;
 }
 
 std::size_t total(const std::vector<std::size_t>& counts) {
@@ -95,11 +90,7 @@ CommPtr create(int rank, int size, std::string rendezvous, std::string job, std:
   o.rendezvousCa = std::move(rendezvousCa);
   o.rendezvousCert = std::move(rendezvousCert);
   o.rendezvousKey = std::move(rendezvousKey);
-  Result<std::unique_ptr<Communicator>> made = Status::Ok();
-  {
-    py::gil_scoped_release release;
-    made = Communicator::create(o);
-  }
+  auto made = released([&] { return Communicator::create(o); });
   return CommPtr(take(std::move(made)));
 }
 
@@ -156,12 +147,11 @@ void bindCommunicator(py::module_& m) {
         auto [s, r] = sendRecv(send, recv, "all_reduce");
         counts(s.count == r.count, "all_reduce", "send and recv need the same size", s, r);
         const ReduceOp rop = reduceOp(op);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.allReduce(s.data, r.data, s.count, s.dtype, rop, opOptions(timeout));
-        }
-        return finish(std::move(w), keep(s, r), asyncOp);
+        return post(
+            [&] {
+              return self.allReduce(s.data, r.data, s.count, s.dtype, rop, opOptions(timeout));
+            },
+            keep(s, r), asyncOp);
       },
       py::arg("send"), py::arg("recv") = py::none(), py::kw_only(), py::arg("op") = "sum",
       py::arg("timeout") = py::none(), py::arg("async_op") = false);
@@ -183,12 +173,11 @@ void bindCommunicator(py::module_& m) {
         sameType(s, r, "reduce");
         counts(s.count == r.count, "reduce", "send and recv need the same size", s, r);
         const ReduceOp rop = reduceOp(op);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.reduce(s.data, r.data, s.count, s.dtype, rop, root, opOptions(timeout));
-        }
-        return finish(std::move(w), keep(s, r), asyncOp);
+        return post(
+            [&] {
+              return self.reduce(s.data, r.data, s.count, s.dtype, rop, root, opOptions(timeout));
+            },
+            keep(s, r), asyncOp);
       },
       py::arg("send"), py::arg("recv") = py::none(), py::kw_only(), py::arg("root") = 0,
       py::arg("op") = "sum", py::arg("timeout") = py::none(), py::arg("async_op") = false);
@@ -197,12 +186,9 @@ void bindCommunicator(py::module_& m) {
       [](Communicator& self, py::handle buffer, int root, std::optional<double> timeout,
          bool asyncOp) {
         Buffer b = asBuffer(buffer, "buffer", self.rank() != root);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.broadcast(b.data, b.count, b.dtype, root, opOptions(timeout));
-        }
-        return finish(std::move(w), {b.owner}, asyncOp);
+        return post(
+            [&] { return self.broadcast(b.data, b.count, b.dtype, root, opOptions(timeout)); },
+            {b.owner}, asyncOp);
       },
       py::arg("buffer"), py::kw_only(), py::arg("root") = 0, py::arg("timeout") = py::none(),
       py::arg("async_op") = false);
@@ -215,12 +201,9 @@ void bindCommunicator(py::module_& m) {
         sameType(s, r, "all_gather");
         counts(r.count == s.count * static_cast<std::size_t>(self.size()), "all_gather",
                "recv needs size() times send's elements", s, r);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.allGather(s.data, r.data, s.count, s.dtype, opOptions(timeout));
-        }
-        return finish(std::move(w), keep(s, r), asyncOp);
+        return post(
+            [&] { return self.allGather(s.data, r.data, s.count, s.dtype, opOptions(timeout)); },
+            keep(s, r), asyncOp);
       },
       py::arg("send"), py::arg("recv"), py::kw_only(), py::arg("timeout") = py::none(),
       py::arg("async_op") = false);
@@ -234,12 +217,11 @@ void bindCommunicator(py::module_& m) {
         counts(s.count == r.count * static_cast<std::size_t>(self.size()), "reduce_scatter",
                "send needs size() times recv's elements", s, r);
         const ReduceOp rop = reduceOp(op);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.reduceScatter(s.data, r.data, r.count, s.dtype, rop, opOptions(timeout));
-        }
-        return finish(std::move(w), keep(s, r), asyncOp);
+        return post(
+            [&] {
+              return self.reduceScatter(s.data, r.data, r.count, s.dtype, rop, opOptions(timeout));
+            },
+            keep(s, r), asyncOp);
       },
       py::arg("send"), py::arg("recv"), py::kw_only(), py::arg("op") = "sum",
       py::arg("timeout") = py::none(), py::arg("async_op") = false);
@@ -253,12 +235,9 @@ void bindCommunicator(py::module_& m) {
         const auto n = static_cast<std::size_t>(self.size());
         counts(s.count == r.count && s.count % n == 0, "all_to_all",
                "send and recv need the same size, a multiple of size()", s, r);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.allToAll(s.data, r.data, s.count / n, s.dtype, opOptions(timeout));
-        }
-        return finish(std::move(w), keep(s, r), asyncOp);
+        return post(
+            [&] { return self.allToAll(s.data, r.data, s.count / n, s.dtype, opOptions(timeout)); },
+            keep(s, r), asyncOp);
       },
       py::arg("send"), py::arg("recv"), py::kw_only(), py::arg("timeout") = py::none(),
       py::arg("async_op") = false);
@@ -276,13 +255,12 @@ void bindCommunicator(py::module_& m) {
                s, r);
         auto sendDispls = displacements(sendCounts);
         auto recvDispls = displacements(recvCounts);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.allToAllV(s.data, sendCounts, sendDispls, r.data, recvCounts, recvDispls,
-                             s.dtype, opOptions(timeout));
-        }
-        return finish(std::move(w), keep(s, r), asyncOp);
+        return post(
+            [&] {
+              return self.allToAllV(s.data, sendCounts, sendDispls, r.data, recvCounts, recvDispls,
+                                    s.dtype, opOptions(timeout));
+            },
+            keep(s, r), asyncOp);
       },
       py::arg("send"), py::arg("send_counts"), py::arg("recv"), py::arg("recv_counts"),
       py::kw_only(), py::arg("timeout") = py::none(), py::arg("async_op") = false);
@@ -299,13 +277,12 @@ void bindCommunicator(py::module_& m) {
           counts(r.count == s.count * static_cast<std::size_t>(self.size()), "gather",
                  "the root's recv needs size() times send's elements", s, r);
         }
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.gather(s.data, isRoot ? r.data : nullptr, s.count, s.dtype, root,
-                          opOptions(timeout));
-        }
-        return finish(std::move(w), keep(s, r), asyncOp);
+        return post(
+            [&] {
+              return self.gather(s.data, isRoot ? r.data : nullptr, s.count, s.dtype, root,
+                                 opOptions(timeout));
+            },
+            keep(s, r), asyncOp);
       },
       py::arg("send"), py::arg("recv") = py::none(), py::kw_only(), py::arg("root") = 0,
       py::arg("timeout") = py::none(), py::arg("async_op") = false);
@@ -322,25 +299,19 @@ void bindCommunicator(py::module_& m) {
           counts(s.count == r.count * static_cast<std::size_t>(self.size()), "scatter",
                  "the root's send needs size() times recv's elements", s, r);
         }
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.scatter(isRoot ? s.data : nullptr, r.data, r.count, r.dtype, root,
-                           opOptions(timeout));
-        }
-        return finish(std::move(w), keep(s, r), asyncOp);
+        return post(
+            [&] {
+              return self.scatter(isRoot ? s.data : nullptr, r.data, r.count, r.dtype, root,
+                                  opOptions(timeout));
+            },
+            keep(s, r), asyncOp);
       },
       py::arg("send"), py::arg("recv"), py::kw_only(), py::arg("root") = 0,
       py::arg("timeout") = py::none(), py::arg("async_op") = false);
   c.def(
       "barrier",
       [](Communicator& self, std::optional<double> timeout, bool asyncOp) {
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.barrier(opOptions(timeout));
-        }
-        return finish(std::move(w), {}, asyncOp);
+        return post([&] { return self.barrier(opOptions(timeout)); }, {}, asyncOp);
       },
       py::kw_only(), py::arg("timeout") = py::none(), py::arg("async_op") = false);
   c.def(
@@ -348,12 +319,9 @@ void bindCommunicator(py::module_& m) {
       [](Communicator& self, py::handle buffer, int peer, int tag, std::optional<double> timeout,
          bool asyncOp) {
         Buffer b = asBuffer(buffer, "buffer", false);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.send(b.data, b.count, b.dtype, peer, tag, opOptions(timeout));
-        }
-        return finish(std::move(w), {b.owner}, asyncOp);
+        return post(
+            [&] { return self.send(b.data, b.count, b.dtype, peer, tag, opOptions(timeout)); },
+            {b.owner}, asyncOp);
       },
       py::arg("buffer"), py::arg("peer"), py::kw_only(), py::arg("tag") = 0,
       py::arg("timeout") = py::none(), py::arg("async_op") = false);
@@ -362,12 +330,9 @@ void bindCommunicator(py::module_& m) {
       [](Communicator& self, py::handle buffer, int peer, int tag, std::optional<double> timeout,
          bool asyncOp) {
         Buffer b = asBuffer(buffer, "buffer", true);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.recv(b.data, b.count, b.dtype, peer, tag, opOptions(timeout));
-        }
-        return finish(std::move(w), {b.owner}, asyncOp);
+        return post(
+            [&] { return self.recv(b.data, b.count, b.dtype, peer, tag, opOptions(timeout)); },
+            {b.owner}, asyncOp);
       },
       py::arg("buffer"), py::arg("peer"), py::kw_only(), py::arg("tag") = 0,
       py::arg("timeout") = py::none(), py::arg("async_op") = false,
@@ -376,12 +341,8 @@ void bindCommunicator(py::module_& m) {
       "share_state",
       [](Communicator& self, py::handle buffer, std::optional<double> timeout, bool asyncOp) {
         Buffer b = asBuffer(buffer, "buffer", self.rank() != 0);
-        Work w;
-        {
-          py::gil_scoped_release release;
-          w = self.shareState(b.data, b.count, b.dtype, opOptions(timeout));
-        }
-        return finish(std::move(w), {b.owner}, asyncOp);
+        return post([&] { return self.shareState(b.data, b.count, b.dtype, opOptions(timeout)); },
+                    {b.owner}, asyncOp);
       },
       py::arg("buffer"), py::kw_only(), py::arg("timeout") = py::none(),
       py::arg("async_op") = false,
@@ -390,24 +351,14 @@ void bindCommunicator(py::module_& m) {
   c.def(
       "split",
       [](Communicator& self, int color, int key, std::optional<double> timeout) {
-        Result<std::unique_ptr<Communicator>> child = Status::Ok();
-        {
-          py::gil_scoped_release release;
-          child = self.split(color, key, opOptions(timeout));
-        }
-        return childOrNone(std::move(child));
+        return childOrNone(released([&] { return self.split(color, key, opOptions(timeout)); }));
       },
       py::arg("color"), py::arg("key") = 0, py::kw_only(), py::arg("timeout") = py::none(),
       "Collective; None for color -1.");
   c.def(
       "split_ranks",
       [](Communicator& self, std::vector<int> ranks, std::optional<double> timeout) {
-        Result<std::unique_ptr<Communicator>> child = Status::Ok();
-        {
-          py::gil_scoped_release release;
-          child = self.split(ranks, opOptions(timeout));
-        }
-        return childOrNone(std::move(child));
+        return childOrNone(released([&] { return self.split(ranks, opOptions(timeout)); }));
       },
       py::arg("ranks"), py::kw_only(), py::arg("timeout") = py::none(),
       "Collective over every member; None for those not listed.");
@@ -415,12 +366,8 @@ void bindCommunicator(py::module_& m) {
       "create_group",
       [](Communicator& self, std::vector<int> ranks, const std::string& tag,
          std::optional<double> timeout) {
-        Result<std::unique_ptr<Communicator>> child = Status::Ok();
-        {
-          py::gil_scoped_release release;
-          child = self.createGroup(ranks, tag, opOptions(timeout));
-        }
-        return childOrNone(std::move(child));
+        return childOrNone(
+            released([&] { return self.createGroup(ranks, tag, opOptions(timeout)); }));
       },
       py::arg("ranks"), py::arg("tag"), py::kw_only(), py::arg("timeout") = py::none(),
       "Only the listed members call it.");
@@ -429,11 +376,7 @@ void bindCommunicator(py::module_& m) {
       [](Communicator& self, std::optional<double> timeout) {
         ReconfigureOptions o;
         o.timeout = toMs(timeout);
-        Result<Reconfiguration> r = Status::Ok();
-        {
-          py::gil_scoped_release release;
-          r = self.reconfigure(o);
-        }
+        auto r = released([&] { return self.reconfigure(o); });
         return take(std::move(r));
       },
       py::kw_only(), py::arg("timeout") = py::none());

@@ -1,6 +1,7 @@
 // ftcomm.Work: a posted operation and the Python objects whose memory it uses. Waiting
 // releases the GIL. Dropping the last reference to an unfinished Work waits for it first, so
-// that no operation writes into memory Python has freed.
+// that no operation writes into memory Python has freed. Also the helpers every binding posts
+// and waits with: released() runs a call without the GIL, post() posts an operation so.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -26,6 +27,13 @@ inline OpOptions opOptions(std::optional<double> timeout) {
   OpOptions o;
   o.timeout = toMs(timeout);
   return o;
+}
+
+// `call()`'s result, computed with the GIL released (the arguments must not be Python objects).
+template <typename Call>
+auto released(Call&& call) {
+  pybind11::gil_scoped_release release;
+  return call();
 }
 
 class PyWork {
@@ -65,13 +73,14 @@ class PyWork {
 // An operation's result in Python: the Work when async_op, else None once it succeeded.
 inline pybind11::object finish(Work work, std::vector<pybind11::object> keep, bool asyncOp) {
   if (asyncOp) return pybind11::cast(std::make_shared<PyWork>(std::move(work), std::move(keep)));
-  Status s;
-  {
-    pybind11::gil_scoped_release release;
-    s = work.wait();
-  }
-  check(s);
+  check(released([&] { return work.wait(); }));
   return pybind11::none();
+}
+
+// Posts `post()` (which returns a Work) without the GIL, then finish()es it.
+template <typename Post>
+pybind11::object post(Post&& post, std::vector<pybind11::object> keep, bool asyncOp) {
+  return finish(released(std::forward<Post>(post)), std::move(keep), asyncOp);
 }
 
 }  // namespace ftcomm::python

@@ -7,6 +7,7 @@
 #include "ftcomm/store.h"
 #include "python/src/bindings.h"
 #include "python/src/errors.h"
+#include "python/src/py_work.h"
 
 namespace py = pybind11;
 
@@ -31,22 +32,14 @@ void bindStore(py::module_& m) {
           "set",
           [](JobStore& self, const std::string& key, py::handle value) {
             std::string v = bytesOf(value);
-            Status s;
-            {
-              py::gil_scoped_release release;
-              s = self.set(key, v);
-            }
+            auto s = released([&] { return self.set(key, v); });
             check(s);
           },
           py::arg("key"), py::arg("value"))
       .def(
           "get",
           [](JobStore& self, const std::string& key) -> py::object {
-            Result<std::optional<std::string>> r = Status::Ok();
-            {
-              py::gil_scoped_release release;
-              r = self.get(key);
-            }
+            auto r = released([&] { return self.get(key); });
             auto v = take(std::move(r));
             if (!v) return py::none();
             return py::bytes(*v);
@@ -55,11 +48,10 @@ void bindStore(py::module_& m) {
       .def(
           "wait",
           [](JobStore& self, std::vector<std::string> keys, double timeout) {
-            Result<std::vector<std::string>> r = Status::Ok();
-            {
-              py::gil_scoped_release release;
-              r = self.wait(keys, std::chrono::milliseconds(static_cast<long long>(timeout * 1e3)));
-            }
+            auto r = released([&] {
+              return self.wait(keys,
+                               std::chrono::milliseconds(static_cast<long long>(timeout * 1e3)));
+            });
             py::list out;
             for (auto& v : take(std::move(r))) out.append(py::bytes(v));
             return out;
@@ -68,11 +60,7 @@ void bindStore(py::module_& m) {
       .def(
           "add",
           [](JobStore& self, const std::string& key, std::int64_t delta) {
-            Result<std::int64_t> r = Status::Ok();
-            {
-              py::gil_scoped_release release;
-              r = self.add(key, delta);
-            }
+            auto r = released([&] { return self.add(key, delta); });
             return take(std::move(r));
           },
           py::arg("key"), py::arg("delta"))
@@ -80,33 +68,21 @@ void bindStore(py::module_& m) {
           "compare_set",
           [](JobStore& self, const std::string& key, py::handle expected, py::handle desired) {
             std::string e = bytesOf(expected), d = bytesOf(desired);
-            Result<std::string> r = Status::Ok();
-            {
-              py::gil_scoped_release release;
-              r = self.compareSet(key, e, d);
-            }
+            auto r = released([&] { return self.compareSet(key, e, d); });
             return py::bytes(take(std::move(r)));
           },
           py::arg("key"), py::arg("expected"), py::arg("desired"))
       .def(
           "remove",
           [](JobStore& self, const std::string& key) {
-            Result<bool> r = Status::Ok();
-            {
-              py::gil_scoped_release release;
-              r = self.remove(key);
-            }
+            auto r = released([&] { return self.remove(key); });
             return take(std::move(r));
           },
           py::arg("key"))
       .def(
           "count",
           [](JobStore& self, const std::string& prefix) {
-            Result<std::uint64_t> r = Status::Ok();
-            {
-              py::gil_scoped_release release;
-              r = self.count(prefix);
-            }
+            auto r = released([&] { return self.count(prefix); });
             return take(std::move(r));
           },
           py::arg("prefix") = "");

@@ -30,16 +30,6 @@ struct PyWindow {
   }
 };
 
-template <typename Post>
-py::object post(Post&& post, std::vector<py::object> keep, bool asyncOp) {
-  Work w;
-  {
-    py::gil_scoped_release release;
-    w = post();
-  }
-  return finish(std::move(w), std::move(keep), asyncOp);
-}
-
 }  // namespace
 
 void bindWindow(py::module_& m) {
@@ -49,11 +39,7 @@ void bindWindow(py::module_& m) {
           [](std::shared_ptr<Communicator> comm, std::size_t bytes, std::size_t signalSlots) {
             WindowOptions o;
             o.signalSlots = signalSlots;
-            Result<std::unique_ptr<Window>> w = Status::Ok();
-            {
-              py::gil_scoped_release release;
-              w = Window::allocate(*comm, bytes, o);
-            }
+            auto w = released([&] { return Window::allocate(*comm, bytes, o); });
             return std::make_shared<PyWindow>(PyWindow{comm, take(std::move(w))});
           },
           py::arg("comm"), py::arg("bytes"), py::kw_only(), py::arg("signal_slots") = 64,
@@ -97,11 +83,9 @@ void bindWindow(py::module_& m) {
              std::optional<double> timeout) {
             std::int64_t previous = 0;
             Window& w = self.get();
-            Status s;
-            {
-              py::gil_scoped_release release;
-              s = w.atomicAdd(target, offset, value, &previous, opOptions(timeout)).wait();
-            }
+            auto s = released([&] {
+              return w.atomicAdd(target, offset, value, &previous, opOptions(timeout)).wait();
+            });
             check(s);
             return previous;
           },
@@ -121,12 +105,10 @@ void bindWindow(py::module_& m) {
           "wait_signal",
           [](PyWindow& self, std::size_t slot, std::uint64_t expected, double timeout) {
             Window& w = self.get();
-            Status s;
-            {
-              py::gil_scoped_release release;
-              s = w.waitSignal(slot, expected,
-                               std::chrono::milliseconds(static_cast<long long>(timeout * 1e3)));
-            }
+            auto s = released([&] {
+              return w.waitSignal(slot, expected,
+                                  std::chrono::milliseconds(static_cast<long long>(timeout * 1e3)));
+            });
             check(s);
           },
           py::arg("slot"), py::arg("expected"), py::arg("timeout"))
@@ -154,11 +136,7 @@ void bindWindow(py::module_& m) {
       .def("reconfigure",
            [](PyWindow& self) {
              Window& w = self.get();
-             Status s;
-             {
-               py::gil_scoped_release release;
-               s = w.reconfigure();
-             }
+             auto s = released([&] { return w.reconfigure(); });
              check(s);
            })
       .def(

@@ -28,16 +28,40 @@ def python_env(extra: Optional[dict] = None) -> dict:
     return env
 
 
+def descendants(root: int) -> List[int]:
+    """Every process below `root`, from /proc's parent links."""
+    children: dict = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def run_command(cmd: List[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
-    """Runs `cmd` in a session of its own, so that a run past its timeout is killed with every
-    process it started; the output is stdout and stderr together, without OpenMPI's PMIx
-    noise."""
+    """Runs `cmd`; a run past its timeout is killed with every process it started. The output
+    is stdout and stderr together, without OpenMPI's PMIx noise."""
     with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, start_new_session=True) as proc:
+                          text=True) as proc:
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            # mpirun puts its ranks in process groups of their own: kill every descendant.
+            for pid in [proc.pid, *descendants(proc.pid)]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             out, _ = proc.communicate()
             pytest.fail(f"{' '.join(cmd)} ran past {timeout} s:\n{out}")
     out = "\n".join(line for line in out.splitlines() if "PMIX ERROR: BAD-PARAM" not in line)

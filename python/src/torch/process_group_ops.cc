@@ -4,10 +4,13 @@
 // happens when the operation ends (Operation::finish).
 #include <numeric>
 
+#include "python/src/counts.h"
 #include "python/src/torch/process_group.h"
 #include "python/src/torch/tensors.h"
 
 namespace ftcomm::torch_backend {
+
+using python::displacements;
 
 namespace {
 
@@ -41,12 +44,6 @@ std::vector<std::size_t> splitCounts(const at::Tensor& t, const std::vector<int6
   TORCH_CHECK(sum == rows, "ftcomm alltoall_base: ", what, " splits sum to ", sum, " but ", what,
               " has ", rows, " rows");
   return counts;
-}
-
-std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
-  std::vector<std::size_t> d(counts.size(), 0);
-  for (std::size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
-  return d;
 }
 
 }  // namespace

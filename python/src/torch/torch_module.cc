@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "python/src/errors.h"
 #include "python/src/torch/job_store.h"
 #include "python/src/torch/process_group.h"
 
@@ -27,10 +28,7 @@ PYBIND11_MODULE(_torch, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const CommError& e) {
-      py::object classes = py::module_::import("ftcomm.errors").attr("BY_CODE");
-      py::str name(std::string(ftcomm::statusCodeName(e.code())));
-      py::object cls = classes.contains(name) ? classes[name] : classes["Internal"];
-      PyErr_SetObject(cls.ptr(), py::str(e.message()).ptr());
+      ftcomm::python::setError(e.code(), e.message());
     }
   });
 

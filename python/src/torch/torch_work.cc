@@ -1,5 +1,7 @@
 #include "python/src/torch/torch_work.h"
 
+#include <Python.h>
+
 namespace ftcomm::torch_backend {
 
 void Operation::finish() {
@@ -86,7 +88,16 @@ CompletionThread::~CompletionThread() {
     queue_->stop = true;
   }
   queue_->cv.notify_all();
-  thread_.join();
+  // The thread may be dropping tensors whose Python objects need the GIL (torch hands a
+  // tensor's PyObject to it once Python let go first): joining while holding the GIL would
+  // deadlock, as torch 1.13's ProcessGroupGloo does when DDP's Reducer destroys it.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    PyThreadState* saved = PyEval_SaveThread();
+    thread_.join();
+    PyEval_RestoreThread(saved);
+  } else {
+    thread_.join();
+  }
 }
 
 void CompletionThread::run() {

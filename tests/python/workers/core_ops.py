@@ -1,6 +1,8 @@
 """Every operation of ftcomm.Communicator on numpy arrays and CPU tensors, checked against the
 values it must produce; errors must come as the right exception classes."""
 
+import os
+
 import numpy as np
 import torch
 
@@ -150,5 +152,5 @@ with ftcomm.Window.allocate(c, 64) as win:
     assert 0 <= prev < n
 
 path = c.dump_flight_recorder("python test")
-assert path.endswith(".pb") or path, path
+assert os.path.isfile(path) and os.path.getsize(path) > 0, path
 print(f"CORE OK rank {r}", flush=True)

@@ -155,7 +155,7 @@ assert [o["rank"] for o in objs] == list(range(n))
 print(f"TORCH OK rank {r}", flush=True)
 dist.barrier()
 if "--init-env" in sys.argv and r == 0:
-    # Rank 0 holds torch's TCPStore under env://; it leaves last, as torch 1.13's store clients
-    # can spin at exit when the master goes first.
+    # Rank 0 holds torch's TCPStore under env://; it leaves last, so that no other rank's
+    # store client outlives its server.
     time.sleep(1)
 dist.destroy_process_group()
