@@ -177,6 +177,7 @@ Result<pb::JoinResponse> RendezvousClient::join(const JoinOptions& options) {
   process->set_pid(static_cast<std::uint32_t>(::getpid()));
   process->set_transport_address(options.transportAddress);
   process->set_instance_id(instanceId_);
+  process->set_address(options.address);
   pb::JoinResponse response;
   FTCOMM_RETURN_IF_ERROR(invoke("Join", &pb::Rendezvous::Stub::Join, request, &response,
                                 Clock::now() + options.timeout, true));

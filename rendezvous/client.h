@@ -56,7 +56,8 @@ struct EpochView {
 struct JoinOptions {
   int worldSize = 0;
   std::optional<int> desiredRank;
-  std::string host;  // empty: this machine's host name
+  std::string host;     // empty: this machine's host name
+  std::string address;  // the data network's address to advertise (may be empty)
   std::string transportAddress;
   std::chrono::milliseconds timeout{60000};
 };

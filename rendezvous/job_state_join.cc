@@ -12,7 +12,8 @@ namespace ftcomm::rendezvous {
 namespace {
 
 std::string processName(const pb::ProcessInfo& p) {
-  return p.host() + ":" + std::to_string(p.pid());
+  return p.host() + ":" + std::to_string(p.pid()) +
+         (p.address().empty() ? "" : " (" + p.address() + ")");
 }
 
 bool sameProcess(const pb::ProcessInfo& a, const pb::ProcessInfo& b) {
@@ -27,6 +28,10 @@ Status validateProcess(const pb::ProcessInfo& p) {
   }
   if (p.host().size() > kMaxHostBytes) {
     return invalidArgument("join: process.host exceeds " + std::to_string(kMaxHostBytes) +
+                           " bytes");
+  }
+  if (p.address().size() > kMaxHostBytes) {
+    return invalidArgument("join: process.address exceeds " + std::to_string(kMaxHostBytes) +
                            " bytes");
   }
   if (p.transport_address().size() > kMaxTransportAddressBytes) {

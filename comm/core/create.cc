@@ -10,6 +10,7 @@
 #include "core/fault_injection.h"
 #include "core/hash.h"
 #include "core/leave_at_exit.h"
+#include "core/network.h"
 #include "core/pending.h"
 #include "ftcomm/communicator.h"
 #include "recorder/flight_recorder.h"
@@ -36,6 +37,9 @@ Result<rendezvous::EpochView> joinJob(rendezvous::RendezvousClient& client, int 
   join.worldSize = std::max(size, 0);
   if (rank >= 0) join.desiredRank = rank;
   join.transportAddress = address;
+  auto network = detail::dataNetwork();
+  if (!network.ok()) return network.status();
+  join.address = network->address;
   join.timeout = detail::timeLeft(deadline);
   auto joined = client.join(join);
   if (!joined.ok()) return joined.status();

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "core/comm_state.h"
+#include "core/network.h"
 #include "core/notice.h"
 #include "recorder/flight_recorder.h"
 
@@ -31,7 +32,9 @@ Result<std::shared_ptr<Engine>> Engine::instance() {
   static std::weak_ptr<Engine> current;
   std::lock_guard<std::mutex> lock(mu);
   if (auto engine = current.lock()) return engine;
-  auto worker = ucx::UcxWorker::create();
+  auto network = dataNetwork();
+  if (!network.ok()) return network.status();
+  auto worker = ucx::UcxWorker::create(network->interface);
   if (!worker.ok()) return worker.status();
   std::shared_ptr<Engine> engine(new Engine());
   engine->worker_ = std::move(worker).value();

@@ -59,9 +59,15 @@ std::string localHostKey() {
   std::ifstream bootId("/proc/sys/kernel/random/boot_id");
   std::string boot;
   std::getline(bootId, boot);
-  char ns[64] = {};
-  const ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
-  std::string key = (boot.empty() ? "unknown-boot" : boot) + "/" + (n > 0 ? ns : "unknown-ns");
+  std::string key = boot.empty() ? "unknown-boot" : boot;
+  // Processes in different PID, IPC or network namespaces are on different hosts to ftcomm:
+  // pidfd_getfd, shared segments and loopback do not cross them (UCX draws the same line).
+  for (const char* ns : {"pid", "ipc", "net"}) {
+    char link[64] = {};
+    const ssize_t n =
+        ::readlink((std::string("/proc/self/ns/") + ns).c_str(), link, sizeof link - 1);
+    key += "/" + (n > 0 ? std::string(link) : std::string(ns) + ":unknown");
+  }
   for (char& c : key) {
     if (c == ' ') c = '_';
   }

@@ -52,7 +52,7 @@ struct ShmOffer {
   static Result<std::optional<ShmOffer>> decode(const std::string& text);
 };
 
-// This machine and PID namespace: boot id and the namespace's inode.
+// This host as ftcomm sees it: the boot id and the PID, IPC and network namespaces.
 std::string localHostKey();
 
 // Buffers that peers read straight out of this process (readMember: large sends, the direct

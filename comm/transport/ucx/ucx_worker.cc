@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 namespace ftcomm::ucx {
@@ -34,11 +35,18 @@ void UcxEndpoint::fail(const Status& why) {
   for (auto& [token, listener] : listeners) listener(why);
 }
 
-Result<std::shared_ptr<UcxWorker>> UcxWorker::create() {
+Result<std::shared_ptr<UcxWorker>> UcxWorker::create(const std::string& netDevices) {
   std::shared_ptr<UcxWorker> self(new UcxWorker());
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
     return ucxError("ucp_config_read", s);
+  }
+  if (!netDevices.empty() && std::getenv("UCX_NET_DEVICES") == nullptr) {
+    if (ucs_status_t s = ucp_config_modify(config, "NET_DEVICES", netDevices.c_str());
+        s != UCS_OK) {
+      ucp_config_release(config);
+      return ucxError("UCX NET_DEVICES=" + netDevices, s);
+    }
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;

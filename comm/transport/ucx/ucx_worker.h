@@ -51,7 +51,9 @@ class UcxEndpoint {
 
 class UcxWorker {
  public:
-  static Result<std::shared_ptr<UcxWorker>> create();
+  // `netDevices`, when not empty, restricts UCX to those devices (its NET_DEVICES) unless the
+  // environment sets UCX_NET_DEVICES.
+  static Result<std::shared_ptr<UcxWorker>> create(const std::string& netDevices = "");
   ~UcxWorker();  // closes every endpoint (bounded wait), then the worker and context
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
