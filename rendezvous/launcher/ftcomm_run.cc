@@ -1,7 +1,7 @@
 // ftcomm-run: runs an ftcomm job under OpenMPI's mpirun.
 //
-//   ftcomm-run -np N [--rendezvous HOST:PORT | --tls] [--job NAME] [--fault SPEC]... -- PROGRAM
-//   ARGS...
+//   ftcomm-run -np N [--nodes K [--shape SPEC]] [--rendezvous HOST:PORT | --tls] [--job NAME]
+//              [--fault SPEC]... -- PROGRAM ARGS...
 //
 // Without --rendezvous it starts ftcomm-rendezvous (beside this program) on loopback and stops
 // it at the end; with --tls that server speaks mutual TLS, with a throwaway CA and certificates
@@ -13,14 +13,17 @@
 // --rank-wrapper, which reports how the rank ended. SIGINT and SIGTERM are forwarded to
 // mpirun.
 //
-// Exit status: 0 when every rank exited 0, died from a signal, or was expelled (exit code 75,
-// FTCOMM_EXIT_ON_EXPEL, which this sets): failures the job survived;
-// otherwise the first non-zero exit code of a rank; 1 when no rank ran at all; 2 for bad usage
+// --nodes K spreads the ranks over K simulated hosts (sim_hosts.h): mpirun and the rendezvous
+// run in a head namespace, mpirun starts one daemon per host through this program's
+// --host-agent (host_agent.h), the ranks get FTCOMM_SOCKET_IFNAME=data0, and every namespace is
+// deleted at the end.
+//
+// Exit status: 77 when --nodes cannot make its namespaces here (tests skip on it); 0 when every
+// rank exited 0, died from a signal, or was expelled (exit code 75, FTCOMM_EXIT_ON_EXPEL, which
+// this sets): failures the job survived; otherwise the first non-zero exit code of a rank; 1 when
+// no rank ran at all; 2 for bad usage
 // (--help prints the usage and exits 0).
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,16 +37,23 @@
 #include <thread>
 #include <vector>
 
+#include "rendezvous/launcher/host_agent.h"
+#include "rendezvous/launcher/process.h"
+#include "rendezvous/launcher/sim_hosts.h"
+
 extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
+using namespace ftcomm::launcher;
 
 constexpr const char* kUsage =
-    "usage: ftcomm-run -np N [--rendezvous HOST:PORT | --tls] [--job NAME] [--fault SPEC]... "
-    "-- PROGRAM ARGS...\n"
+    "usage: ftcomm-run -np N [--nodes K [--shape SPEC]] [--rendezvous HOST:PORT | --tls] "
+    "[--job NAME] [--fault SPEC]... -- PROGRAM ARGS...\n"
     "  -np N         ranks to start (1..4096)\n"
+    "  --nodes K     spread them over K simulated hosts (network namespaces; root), N/K each\n"
+    "  --shape SPEC  shape each simulated host's data link with tc tbf, e.g. \"rate 4gbit\"\n"
     "  --rendezvous  an ftcomm-rendezvous server to use (default: start one on loopback)\n"
     "  --tls         the server it starts speaks mutual TLS (a throwaway CA, made with openssl)\n"
     "  --job NAME    the job's name at the server (default: ftcomm-PID)\n"
@@ -57,6 +67,8 @@ constexpr const char* kUsage =
 
 struct Options {
   int ranks = 0;
+  int nodes = 0;
+  std::string shape;
   std::string rendezvous;
   bool tls = false;
   std::string job;
@@ -87,6 +99,14 @@ Options parse(int argc, char** argv) {
       const long n = std::strtol(v.c_str(), &end, 10);
       if (*end != '\0' || n < 1 || n > 4096) usage("-np wants a number of ranks in 1..4096");
       o.ranks = static_cast<int>(n);
+    } else if (flag == "--nodes") {
+      const std::string v = value();
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (*end != '\0' || n < 1 || n > 200) usage("--nodes wants a number of hosts in 1..200");
+      o.nodes = static_cast<int>(n);
+    } else if (flag == "--shape") {
+      o.shape = value();
     } else if (flag == "--rendezvous") {
       o.rendezvous = value();
     } else if (flag == "--tls") {
@@ -110,26 +130,14 @@ Options parse(int argc, char** argv) {
   for (const auto& f : o.faults) {
     if (f.find(';') != std::string::npos) usage("one spec per --fault: " + f);
   }
-  return o;
-}
-
-pid_t spawn(const std::vector<std::string>& args, bool searchPath) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = searchPath ? ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ)
-                            : ::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-  return rc == 0 ? pid : -1;
-}
-
-std::string describe(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return "killed by signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")";
+  if (!o.shape.empty() && o.nodes == 0) usage("--shape shapes simulated hosts' links: add --nodes");
+  if (o.nodes > 0 && o.ranks % o.nodes != 0) {
+    usage("--nodes " + std::to_string(o.nodes) + " does not divide -np " + std::to_string(o.ranks));
   }
-  return "ended oddly (status " + std::to_string(status) + ")";
+  if (o.nodes > 0 && !o.rendezvous.empty()) {
+    usage("--nodes runs its own rendezvous in the simulated network; drop --rendezvous");
+  }
+  return o;
 }
 
 // The exit code of a rank that was expelled (FTCOMM_EXIT_ON_EXPEL): the job went on without it.
@@ -148,13 +156,6 @@ void forwardSignals(pid_t child) {
   action.sa_flags = SA_RESTART;
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
-}
-
-int waitFor(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
 }
 
 // One rank: runs the program, tells how it ended, and ends the same way.
@@ -178,8 +179,9 @@ int rankWrapper(const std::string& statusDir, const std::vector<std::string>& pr
   return WIFEXITED(status) ? WEXITSTATUS(status) : 0;  // a death the job may have survived
 }
 
-// A throwaway CA in `work`, and certificates it signs: the server's (for 127.0.0.1 and
-// localhost) and one for the ranks (mutual TLS). openssl's output goes to work/openssl.log.
+// A throwaway CA in `work`, and certificates it signs: the server's (for 127.0.0.1, localhost
+// and the simulated hosts' head) and one for the ranks (mutual TLS). openssl's output goes to
+// work/openssl.log.
 bool makeCertificates(const fs::path& work) {
   const std::string w = work.string();
   const std::string script =
@@ -189,7 +191,9 @@ bool makeCertificates(const fs::path& work) {
       "-keyout ca.key -out ca.pem && "
       "openssl req -newkey rsa:2048 -nodes -subj /CN=ftcomm-rendezvous "
       "-keyout server.key -out server.csr && "
-      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\nextendedKeyUsage=serverAuth\\n' "
+      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:" +
+      SimulatedHosts::dataAddress(-1) +
+      "\\nextendedKeyUsage=serverAuth\\n' "
       ">server.ext && "
       "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
       "-extfile server.ext -out server.pem && "
@@ -203,13 +207,18 @@ bool makeCertificates(const fs::path& work) {
   return shell > 0 && waitFor(shell) == 0;
 }
 
-// Starts ftcomm-rendezvous on loopback (with TLS: the certificates of makeCertificates); its
-// address, or "" on failure.
-std::string startRendezvous(const fs::path& self, const fs::path& work, bool tls, pid_t* server) {
+// Starts ftcomm-rendezvous on `host` (with TLS: the certificates of makeCertificates), in the
+// network namespace `netns` unless that is empty; its address, or "" on failure.
+std::string startRendezvous(const fs::path& self, const fs::path& work, bool tls,
+                            const std::string& host, const std::string& netns, pid_t* server) {
   const fs::path binary = self.parent_path() / "ftcomm-rendezvous";
   const fs::path portFile = work / "port";
-  std::vector<std::string> args = {binary.string(), "--listen", "127.0.0.1:0", "--port-file",
-                                   portFile.string()};
+  std::vector<std::string> args;
+  if (!netns.empty()) args = {"ip", "netns", "exec", netns};
+  for (const std::string& a : {binary.string(), std::string("--listen"), host + ":0",
+                               std::string("--port-file"), portFile.string()}) {
+    args.push_back(a);
+  }
   if (tls) {
     for (const auto& [flag, file] :
          {std::pair{"--tls-cert", "server.pem"}, std::pair{"--tls-key", "server.key"},
@@ -218,22 +227,46 @@ std::string startRendezvous(const fs::path& self, const fs::path& work, bool tls
       args.push_back((work / file).string());
     }
   }
-  *server = spawn(args, false);
+  *server = spawn(args, true);
   if (*server < 0) return "";
   for (int i = 0; i < 1000; ++i) {
     std::ifstream in(portFile);
     std::string port;
-    if (std::getline(in, port) && !port.empty()) return "127.0.0.1:" + port;
+    if (std::getline(in, port) && !port.empty()) return host + ":" + port;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return "";
 }
+
+// Where the ranks write flight-recorder dumps: FTCOMM_FR_DIR, or the recorder's default
+// "ftcomm-fr" in the working directory; absolute, since each host sees its own folder there.
+fs::path dumpFolder() {
+  const char* set = std::getenv("FTCOMM_FR_DIR");
+  return fs::absolute(set != nullptr && *set != '\0' ? fs::path(set) : fs::path("ftcomm-fr"));
+}
+
+// Copies every simulated host's dumps into `folder`, as one folder of the whole job; a folder
+// that this run made and no host wrote to is removed.
+void gatherDumps(const fs::path& work, int hosts, const fs::path& folder, bool made) {
+  std::error_code ec;
+  for (int h = 0; h < hosts; ++h) {
+    fs::copy(hostDumpFolder(work.string(), h), folder,
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+  }
+  if (made && fs::is_empty(folder, ec)) fs::remove(folder, ec);
+}
+
+// The exit code that says simulated hosts cannot be made here (tests skip on it).
+constexpr int kNoSimulatedHosts = 77;
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 4 && std::string(argv[1]) == "--rank-wrapper" && std::string(argv[3]) == "--") {
     return rankWrapper(argv[2], std::vector<std::string>(argv + 4, argv + argc));
+  }
+  if (argc >= 6 && std::string(argv[1]) == "--host-agent") {
+    return runHostAgent(argv[2], argv[3], argv[4], std::vector<std::string>(argv + 5, argv + argc));
   }
   const Options o = parse(argc, argv);
   const fs::path self = fs::canonical("/proc/self/exe");
@@ -243,6 +276,28 @@ int main(int argc, char** argv) {
     return 1;
   }
   const fs::path work = pattern;
+  std::error_code ec;
+  SimulatedHosts hosts;
+  fs::path dumps;
+  bool madeDumps = false;
+  if (o.nodes > 0) {
+    SimulatedHosts::sweepLeftovers();
+    const std::string why = hosts.create(o.nodes, o.shape, (work / "namespaces.log").string());
+    if (!why.empty()) {
+      std::cerr << "ftcomm-run: --nodes: no simulated hosts: " << why << std::endl;
+      std::ifstream log(work / "namespaces.log");
+      std::cerr << log.rdbuf();
+      fs::remove_all(work, ec);
+      return hosts.shapeRefused() ? 2 : kNoSimulatedHosts;
+    }
+    std::ofstream(work / "hostfile") << hosts.hostfile(o.ranks / o.nodes);
+    // Each host mounts a folder of its own there (host_agent.h); gatherDumps merges them.
+    dumps = dumpFolder();
+    madeDumps = fs::create_directories(dumps, ec);
+    ::setenv("FTCOMM_FR_DIR", dumps.c_str(), 1);
+    // UCX and the rendezvous use the data network; mpirun's daemons the control network.
+    ::setenv("FTCOMM_SOCKET_IFNAME", SimulatedHosts::kDataInterface, 0);
+  }
   pid_t server = -1;
   std::string address = o.rendezvous;
   if (o.tls) {
@@ -250,7 +305,7 @@ int main(int argc, char** argv) {
       std::cerr << "ftcomm-run: --tls: openssl could not make the certificates:\n";
       std::ifstream log(work / "openssl.log");
       std::cerr << log.rdbuf();
-      fs::remove_all(work);
+      fs::remove_all(work, ec);
       return 1;
     }
     ::setenv("FTCOMM_RENDEZVOUS_CA", (work / "ca.pem").c_str(), 1);
@@ -258,9 +313,12 @@ int main(int argc, char** argv) {
     ::setenv("FTCOMM_RENDEZVOUS_KEY", (work / "member.key").c_str(), 1);
   }
   if (address.empty()) {
-    address = startRendezvous(self, work, o.tls, &server);
+    address = o.nodes > 0 ? startRendezvous(self, work, o.tls, SimulatedHosts::dataAddress(-1),
+                                            hosts.headNamespace(), &server)
+                          : startRendezvous(self, work, o.tls, "127.0.0.1", "", &server);
     if (address.empty()) {
       std::cerr << "ftcomm-run: the rendezvous server (ftcomm-rendezvous) did not start\n";
+      fs::remove_all(work, ec);
       return 1;
     }
   }
@@ -273,10 +331,25 @@ int main(int argc, char** argv) {
   // A rank the others declared failed ends itself (code 75) instead of lingering, hung or not.
   ::setenv("FTCOMM_EXIT_ON_EXPEL", "1", 0);
 
-  std::vector<std::string> args = {"mpirun"};
+  std::vector<std::string> args;
+  if (o.nodes > 0) args = {"ip", "netns", "exec", hosts.headNamespace()};
+  args.push_back("mpirun");
   if (::geteuid() == 0) args.push_back("--allow-run-as-root");
   for (const char* a : {"--oversubscribe", "--enable-recovery", "-np"}) args.push_back(a);
   args.push_back(std::to_string(o.ranks));
+  if (o.nodes > 0) {
+    const std::string agent =
+        self.string() + " --host-agent " + SimulatedHosts::ownPrefix() + " " + work.string();
+    for (const std::string& a :
+         {std::string("--hostfile"), (work / "hostfile").string(), std::string("--mca"),
+          std::string("plm_rsh_agent"), agent, std::string("--mca"),
+          std::string("plm_rsh_no_tree_spawn"), std::string("1"), std::string("--mca"),
+          std::string("oob_tcp_if_include"), std::string(SimulatedHosts::kControlSubnet),
+          std::string("--mca"), std::string("btl_tcp_if_include"),
+          std::string(SimulatedHosts::kDataSubnet)}) {
+      args.push_back(a);
+    }
+  }
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
     const std::string name = entry.substr(0, entry.find('='));
@@ -290,8 +363,12 @@ int main(int argc, char** argv) {
     args.push_back(a);
   }
   args.insert(args.end(), o.program.begin(), o.program.end());
-  std::cerr << "ftcomm-run: " << o.ranks << " ranks of job " << job << ", rendezvous " << address
-            << (faults.empty() ? "" : ", faults " + faults) << std::endl;
+  std::cerr << "ftcomm-run: " << o.ranks << " ranks of job " << job
+            << (o.nodes > 0 ? " on " + std::to_string(o.nodes) + " simulated hosts" +
+                                  (o.shape.empty() ? "" : " (data links: tbf " + o.shape + ")")
+                            : "")
+            << ", rendezvous " << address << (faults.empty() ? "" : ", faults " + faults)
+            << std::endl;
   const pid_t mpirun = spawn(args, true);
   int result = 1;
   if (mpirun < 0) {
@@ -322,7 +399,8 @@ int main(int argc, char** argv) {
     ::kill(server, SIGTERM);
     waitFor(server);
   }
-  std::error_code ec;
+  hosts.destroy();
+  if (o.nodes > 0) gatherDumps(work, o.nodes, dumps, madeDumps);
   fs::remove_all(work, ec);
   return result;
 }

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Simulated hosts, `ftcomm-run --nodes K`, with real namespaces, mpirun and UCX:
+# - ranks are placed N/K per host, and each host has its own hostname, IPC namespace and /dev/shm;
+# - every collective is correct at 2 hosts x 2 ranks (shared memory inside a host, UCX between);
+# - the traffic between hosts crosses the data link, not the control link;
+# - the demo survives a killed rank on 2 hosts, and the hosts' dumps are gathered into one folder;
+# - bad input (--nodes not dividing -np, a shape tc refuses, an unknown FTCOMM_SOCKET_IFNAME) is a
+#   clear error; a start sweeps the namespaces of a killed run; no run leaves any behind.
+# Exits 77 (skipped) with ftcomm-run's reason where namespaces cannot be made.
+#   tests/multinode/sim_hosts_test.sh BIN_DIR SOURCE_DIR
+set -euo pipefail
+bin=$(cd "${1:?usage: sim_hosts_test.sh BIN_DIR SOURCE_DIR}" && pwd)
+src=$(cd "${2:?usage: sim_hosts_test.sh BIN_DIR SOURCE_DIR}" && pwd)
+work=$(mktemp -d /tmp/ftcomm-nodes-test-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+
+# ftcomm-run with a deadline, output in LOG; fails the test if the run left namespaces behind.
+run() {  # LOG ARGS...
+  local log=$1 rc=0
+  shift
+  timeout 300 "$bin/ftcomm-run" "$@" >"$log" 2>&1 &
+  local pid=$!
+  wait "$pid" || rc=$?
+  local left
+  left=$(ls /run/netns 2>/dev/null | grep -c "^ftc-$pid-" || true)
+  [ "$left" -eq 0 ] || fail "ftcomm-run $* left $left namespaces behind"
+  return "$rc"
+}
+
+rc=0
+place='echo "PLACE $OMPI_COMM_WORLD_RANK $(hostname) $(readlink /proc/self/ns/ipc)'
+place+=' $(stat -c %d /dev/shm)"'
+run place.log --nodes 2 -np 4 -- sh -c "$place" || rc=$?
+if [ "$rc" -eq 77 ]; then
+  grep "no simulated hosts" place.log || cat place.log
+  exit 77
+fi
+[ "$rc" -eq 0 ] || { cat place.log; fail "the placement run exited $rc"; }
+for r in 0 1 2 3; do
+  grep -q "^PLACE $r " place.log || { cat place.log; fail "rank $r did not run"; }
+done
+field() { grep "^PLACE $1 " place.log | cut -d' ' -f"$2"; }
+for f in 3 4 5; do  # hostname, IPC namespace, /dev/shm's device
+  [ "$(field 0 $f)" = "$(field 1 $f)" ] || fail "ranks 0 and 1 are not on one host (field $f)"
+  [ "$(field 2 $f)" = "$(field 3 $f)" ] || fail "ranks 2 and 3 are not on one host (field $f)"
+  [ "$(field 0 $f)" != "$(field 2 $f)" ] || fail "ranks 0 and 2 share a host (field $f)"
+done
+[ "$(field 0 5)" != "$(stat -c %d /dev/shm)" ] || fail "host 0 sees this machine's /dev/shm"
+echo "placement: 2 ranks per host, each host with its own hostname, IPC namespace and /dev/shm"
+
+run collectives.log --nodes 2 -np 4 -- "$bin/ftcomm-test-comm" --scenario collectives ||
+  { cat collectives.log; fail "the collectives run failed"; }
+[ "$(grep -c '^RESULT rank=[0-3] OK' collectives.log)" -eq 4 ] ||
+  { cat collectives.log; fail "not every rank checked every collective"; }
+echo "collectives: every one correct at 2 hosts x 2 ranks"
+
+# Each rank's host counts what its interfaces sent while 8 allreduces of 16 MiB ran.
+counters='cat /sys/class/net/data0/statistics/tx_bytes /sys/class/net/ctl0/statistics/tx_bytes'
+run traffic.log --nodes 2 -np 2 -- sh -c "set -- \$($counters); d=\$1 c=\$2;
+  '$bin/ftcomm-bench' --op allreduce --min-bytes 16M --max-bytes 16M --iters 4 --rounds 2 \
+    >/dev/null || exit 1
+  set -- \$($counters); echo TRAFFIC \$OMPI_COMM_WORLD_RANK \$((\$1 - d)) \$((\$2 - c))" ||
+  { cat traffic.log; fail "the traffic run failed"; }
+for r in 0 1; do
+  read -r data control < <(grep "^TRAFFIC $r " traffic.log | cut -d' ' -f3-)
+  # A 2-rank allreduce sends half of the buffer each way: 8 calls x 8 MiB at least.
+  [ "${data:-0}" -ge $((8 * 8 * 1048576)) ] || fail "rank $r sent only ${data:-0} bytes on data0"
+  [ "${control:-0}" -lt $((4 * 1048576)) ] || fail "rank $r sent $control bytes on ctl0"
+  echo "traffic: rank $r sent $data bytes on the data link, $control on the control link"
+done
+
+# The demo on 2 hosts (ranks 2 and 3 share host 1); the dumps of both hosts land in one folder.
+mkdir demo
+(cd demo && FTCOMM_RUN_FLAGS="--nodes 2" "$src/examples/ddp_demo.sh" "$bin" >demo.log 2>&1) ||
+  { cat demo/demo.log; fail "the demo failed on 2 simulated hosts"; }
+grep -q "dumps of 3 of 4 ranks" demo/demo.log || { cat demo/demo.log; fail "dumps not gathered"; }
+echo "demo: rank 2 killed on host 1, the job finished at world size 3; 3 dumps from 2 hosts"
+
+expect_error() {  # WHAT CODE PATTERN ARGS...
+  local what=$1 code=$2 pattern=$3 rc=0
+  shift 3
+  run error.log "$@" || rc=$?
+  [ "$rc" -eq "$code" ] || { cat error.log; fail "$what: exit $rc, not $code"; }
+  grep -q -- "$pattern" error.log || { cat error.log; fail "$what does not say '$pattern'"; }
+  echo "refused: $what"
+}
+expect_error "3 hosts for 4 ranks" 2 "does not divide" --nodes 3 -np 4 -- true
+expect_error "a shape tc refuses" 2 "tc could not shape" --nodes 1 -np 1 --shape "rate banana" \
+  -- true
+expect_error "--shape without --nodes" 2 "add --nodes" -np 1 --shape "rate 1gbit" -- true
+FTCOMM_SOCKET_IFNAME=nosuch0 run ifname.log -np 1 -- "$bin/ftcomm-test-comm" --scenario short ||
+  true
+grep -q "FTCOMM_SOCKET_IFNAME=nosuch0: no interface of that name" ifname.log ||
+  { cat ifname.log; fail "an unknown FTCOMM_SOCKET_IFNAME is not named"; }
+echo "refused: an unknown FTCOMM_SOCKET_IFNAME"
+
+# A killed run's namespaces: its owner's pid is gone, so the next start deletes them.
+sleep 0 &
+dead=$!
+wait "$dead"
+ip netns add "ftc-$dead-h0"
+run sweep.log --nodes 1 -np 1 -- true || { cat sweep.log; fail "the sweeping run failed"; }
+[ ! -e "/run/netns/ftc-$dead-h0" ] || { ip netns delete "ftc-$dead-h0"; fail "not swept"; }
+echo "sweep: a dead run's namespace was deleted by the next start"
+echo "PASS"
