@@ -74,11 +74,14 @@ const std::array kAlgorithms{
                   &makePairwiseAllToAllV},
 };
 
-// Defaults until the performance issue measures better ones. Below kAllReduceSmallBytes a
-// whole-vector exchange per step beats the ring's 2(n-1) steps; up to kAllReduceMediumBytes
-// Rabenseifner's log steps win; above, the ring's neighbour-only traffic does.
+// Below kAllReduceSmallBytes a whole-vector exchange per step beats the ring's 2(n-1) steps; up
+// to kAllReduceMediumBytes Rabenseifner's log steps win; above, the ring's neighbour-only
+// traffic does. Two ranks exchange whole vectors up to kTwoRankExchangeBytes: beyond it the
+// ring's 1 MiB segments, which overlap the reduction with the transfer and keep UCX on its
+// pipelined protocol, win over a link between hosts (docs/BENCHMARKS.md, "Between hosts").
 constexpr std::size_t kAllReduceSmallBytes = 64 * 1024;
 constexpr std::size_t kAllReduceMediumBytes = 4 << 20;
+constexpr std::size_t kTwoRankExchangeBytes = 512 * 1024;
 // From here, with every peer on this host, reading the peers' buffers beats messages (2 ranks;
 // 4x this beyond).
 constexpr std::size_t kDirectBytes = 32 * 1024;
@@ -158,9 +161,10 @@ Result<const AlgorithmInfo*> defaultAlgorithm(Collective collective, std::size_t
     if (const AlgorithmInfo* direct = findAlgorithm(collective, "direct")) return direct;
   }
   if (collective == Collective::kAllReduce) {
-    const char* name = bytes <= kAllReduceSmallBytes || ranks <= 2 ? "recursive_doubling"
-                       : bytes <= kAllReduceMediumBytes            ? "rabenseifner"
-                                                                   : "ring";
+    const char* name = ranks <= 2 ? (bytes <= kTwoRankExchangeBytes ? "recursive_doubling" : "ring")
+                       : bytes <= kAllReduceSmallBytes  ? "recursive_doubling"
+                       : bytes <= kAllReduceMediumBytes ? "rabenseifner"
+                                                        : "ring";
     return findAlgorithm(collective, name);
   }
   if (collective == Collective::kAllGather) {

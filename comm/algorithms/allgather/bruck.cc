@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "algorithms/collectives.h"
+#include "algorithms/scratch.h"
 #include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
@@ -66,7 +67,7 @@ class BruckAllGather final : public TaskBase {
   const int rank_;
   bool started_ = false;
   int distance_ = 1;
-  std::vector<std::byte> gathered_;
+  Scratch gathered_;
 };
 
 }  // namespace

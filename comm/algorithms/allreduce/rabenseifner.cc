@@ -9,6 +9,7 @@
 #include "algorithms/collectives.h"
 #include "algorithms/power_of_two_fold.h"
 #include "algorithms/reduction.h"
+#include "algorithms/scratch.h"
 
 namespace ftcomm::algorithms {
 
@@ -155,7 +156,7 @@ class RabenseifnerAllReduce final : public TaskBase {
   int keptLo_ = 0, keptHi_ = 0;
   std::vector<Range> ranges_;
   Phase phase_ = Phase::kStart;
-  std::vector<std::byte> scratch_;
+  Scratch scratch_;
 };
 
 }  // namespace

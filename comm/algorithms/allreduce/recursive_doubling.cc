@@ -4,13 +4,10 @@
 // out), and get the result back at the end. Cost: log2(p) (+2) steps of the whole vector: the
 // latency-optimal choice for small messages. Every rank combines the same two partial results
 // at each step, so all ranks end with bitwise-identical values.
-#include <vector>
-
-#include <memory>
-
 #include "algorithms/collectives.h"
 #include "algorithms/power_of_two_fold.h"
 #include "algorithms/reduction.h"
+#include "algorithms/scratch.h"
 
 namespace ftcomm::algorithms {
 
@@ -28,7 +25,7 @@ class RecursiveDoublingAllReduce final : public TaskBase {
     if (phase_ == Phase::kStart) {
       copyInput();
       if (n_ == 1) return finishReduction(args_.recv, args_.count);
-      scratch_.reset(new std::byte[bytes()]);  // uninitialized: zeroing costs a copy's time
+      scratch_.resize(bytes());  // uninitialized: zeroing costs a copy's time
       startPairing();
     }
     while (true) {
@@ -73,7 +70,7 @@ class RecursiveDoublingAllReduce final : public TaskBase {
       if (rank_ % 2 == 0)
         post(transport_.send(rank_ + 1, args_.tag, args_.recv, bytes()));
       else
-        post(transport_.recv(rank_ - 1, args_.tag, scratch_.get(), bytes()));
+        post(transport_.recv(rank_ - 1, args_.tag, scratch_.data(), bytes()));
     }
   }
 
@@ -82,7 +79,7 @@ class RecursiveDoublingAllReduce final : public TaskBase {
     nextStep();
     if (mask_ >= fold_.p) return false;
     const int partner = fold_.realRank(fold_.virtualRank(rank_) ^ mask_);
-    post(transport_.recv(partner, args_.tag, scratch_.get(), bytes()));
+    post(transport_.recv(partner, args_.tag, scratch_.data(), bytes()));
     post(transport_.send(partner, args_.tag, args_.recv, bytes()));
     return true;
   }
@@ -96,7 +93,7 @@ class RecursiveDoublingAllReduce final : public TaskBase {
   }
 
   Status foldScratch() {
-    return reduceInto(args_.dtype, args_.op, args_.recv, scratch_.get(), args_.count);
+    return reduceInto(args_.dtype, args_.op, args_.recv, scratch_.data(), args_.count);
   }
 
   const int n_;
@@ -104,7 +101,7 @@ class RecursiveDoublingAllReduce final : public TaskBase {
   const PowerOfTwoFold fold_;
   int mask_ = 1;
   Phase phase_ = Phase::kStart;
-  std::unique_ptr<std::byte[]> scratch_;
+  Scratch scratch_;
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "algorithms/collectives.h"
 #include "algorithms/reduction.h"
+#include "algorithms/scratch.h"
 
 namespace ftcomm::algorithms {
 
@@ -153,7 +154,7 @@ class RingAllReduce final : public TaskBase {
   std::size_t recvPosted_ = 0, consumed_ = 0;
   std::size_t sendPosted_ = 0, sendsDone_ = 0;
   std::deque<transport::RequestPtr> recvs_, sends_;
-  std::vector<std::byte> scratch_;
+  Scratch scratch_;
 };
 
 }  // namespace

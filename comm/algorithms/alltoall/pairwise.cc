@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "algorithms/collectives.h"
+#include "algorithms/scratch.h"
+#include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
 
@@ -20,7 +22,8 @@ class PairwiseAllToAll final : public TaskBase {
       started_ = true;
       const std::byte* source = static_cast<const std::byte*>(args_.send);
       if (args_.send == args_.recv) {  // in place: keep the input while the output is written
-        input_.assign(source, source + blockBytes() * static_cast<std::size_t>(n_));
+        input_.resize(blockBytes() * static_cast<std::size_t>(n_));
+        if (!input_.empty()) transport::copyBytes(input_.data(), source, input_.size());
         source = input_.data();
       }
       source_ = source;
@@ -58,7 +61,7 @@ class PairwiseAllToAll final : public TaskBase {
   bool started_ = false;
   int step_ = 1;
   const std::byte* source_ = nullptr;
-  std::vector<std::byte> input_;
+  Scratch input_;
 };
 
 }  // namespace

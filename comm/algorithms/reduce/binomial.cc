@@ -6,6 +6,7 @@
 
 #include "algorithms/collectives.h"
 #include "algorithms/reduction.h"
+#include "algorithms/scratch.h"
 #include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
@@ -83,8 +84,8 @@ class BinomialReduce final : public TaskBase {
   bool sent_ = false;
   int mask_ = 1;
   void* accumulator_ = nullptr;
-  std::vector<std::byte> own_;
-  std::vector<std::byte> scratch_;
+  Scratch own_;
+  Scratch scratch_;
 };
 
 }  // namespace

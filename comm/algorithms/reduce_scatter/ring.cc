@@ -6,6 +6,7 @@
 
 #include "algorithms/collectives.h"
 #include "algorithms/reduction.h"
+#include "algorithms/scratch.h"
 #include "transport/copy_bytes.h"
 
 namespace ftcomm::algorithms {
@@ -60,8 +61,8 @@ class RingReduceScatter final : public TaskBase {
   const int rank_;
   bool started_ = false;
   int step_ = 0;
-  std::vector<std::byte> accumulator_;
-  std::vector<std::byte> scratch_;
+  Scratch accumulator_;
+  Scratch scratch_;
 };
 
 }  // namespace
