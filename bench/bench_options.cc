@@ -23,6 +23,9 @@ constexpr const char* kUsage =
     "       [--fresh-inputs] (the same stores untimed, then a barrier; each call timed alone)\n"
     "       [--overlap] (ftcomm alone: post, sleep for the call's own time, wait; overlap in %)\n"
     "       [--window allocate|heap|allocmem] (put and get: the window's memory)\n"
+    "       [--link-gbs G] [--link-rtt-us R] (the link's rate each way and small round trip, as\n"
+    "       scripts/bench-nodes measures them: adds ftcomm's busbw as a share of G, and its time\n"
+    "       in round trips)\n"
     "  Sizes take K, M, G (or KiB, MiB, GiB). Run it under mpirun, one process per rank.\n";
 
 [[noreturn]] void usage(const std::string& why) {
@@ -41,6 +44,15 @@ constexpr const char* kUsage =
 }
 
 // A whole number in lo..hi, or bad usage.
+double parsePositive(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v > 0) || v > 1e9) {
+    usage(flag + " wants a positive number, not '" + text + "'");
+  }
+  return v;
+}
+
 int parseInt(const std::string& flag, const std::string& text, long lo, long hi) {
   const std::optional<long> value = wholeNumber(text.c_str(), lo, hi);
   if (!value) {
@@ -106,6 +118,10 @@ Options parse(int argc, char** argv) {
       o.memory = value();
     else if (flag == "--window")
       o.window = value();
+    else if (flag == "--link-gbs")
+      o.linkGbs = parsePositive(flag, value());
+    else if (flag == "--link-rtt-us")
+      o.linkRttUs = parsePositive(flag, value());
     else if (flag == "--offset")
       o.offset = parseInt(flag, value(), 0, 4092);
     else if (flag == "--compare") {

@@ -38,6 +38,11 @@ struct Options {
   // put and get: a window from Window::allocate(), or registered over the bench's heap memory
   // or over memory from ftcomm::allocMem (Window::registerMemory).
   std::string window = "allocate";  // or heap, allocmem
+  // The link between two hosts, as measured beside the run (scripts/bench-nodes): its rate each
+  // way in GB/s (iperf3 --bidir) and a small message's TCP round trip; 0 when not given. Each
+  // adds a column: ftcomm's busbw as a share of the rate, and its time in round trips.
+  double linkGbs = 0;
+  double linkRttUs = 0;
 };
 
 // Parses argv; bad usage aborts the MPI job with exit code 2 and a usage message.

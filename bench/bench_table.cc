@@ -76,6 +76,9 @@ void printRow(const Options& o, int ranks, std::size_t bytes, const std::vector<
       std::printf(",\"%s_us\":%.3f,\"%s_busbw_gbs\":%.4f", column.name.c_str(), us,
                   column.name.c_str(), busbw(us));
     }
+    const double ftUs = median(columns.front().rounds);
+    if (o.linkGbs > 0) std::printf(",\"link_share\":%.4f", busbw(ftUs) / o.linkGbs);
+    if (o.linkRttUs > 0) std::printf(",\"link_rtts\":%.3f", ftUs / o.linkRttUs);
     if (o.check) std::printf(",\"check\":\"%s\"", verdict.c_str());
     std::printf("}\n");
     std::fflush(stdout);
@@ -87,10 +90,21 @@ void printRow(const Options& o, int ranks, std::size_t bytes, const std::vector<
         "# ftcomm-bench --op %s, %d ranks, %s, median of %d rounds; "
         "ratio = peer time / ftcomm time (above 1: ftcomm is faster)\n",
         o.op.c_str(), ranks, o.dtype.c_str(), o.rounds);
+    if (o.linkGbs > 0 || o.linkRttUs > 0) {
+      std::printf(
+          "# link: %.3f GB/s each way, %.2f us round trip; link%% = ftcomm's busbw / "
+          "the rate, rtts = ftcomm's time / the round trip\n",
+          o.linkGbs, o.linkRttUs);
+    }
     std::printf("%12s", "bytes");
     for (const Column& column : columns) {
       std::printf(" %14s %10s", (column.name + "_us").c_str(), "busbw");
-      if (&column != &columns.front()) std::printf(" %8s", "ratio");
+      if (&column == &columns.front()) {
+        if (o.linkGbs > 0) std::printf(" %7s", "link%");
+        if (o.linkRttUs > 0) std::printf(" %7s", "rtts");
+      } else {
+        std::printf(" %8s", "ratio");
+      }
     }
     std::printf("%s\n", o.check ? " check" : "");
   }
@@ -99,7 +113,12 @@ void printRow(const Options& o, int ranks, std::size_t bytes, const std::vector<
   for (const Column& column : columns) {
     const double us = median(column.rounds);
     std::printf(" %14.2f %10.3f", us, busbw(us));
-    if (&column != &columns.front()) std::printf(" %8.2f", us / ftUs);
+    if (&column == &columns.front()) {
+      if (o.linkGbs > 0) std::printf(" %7.1f", 100 * busbw(us) / o.linkGbs);
+      if (o.linkRttUs > 0) std::printf(" %7.2f", us / o.linkRttUs);
+    } else {
+      std::printf(" %8.2f", us / ftUs);
+    }
   }
   std::printf("%s%s\n", o.check ? " " : "", verdict.c_str());
   std::fflush(stdout);
