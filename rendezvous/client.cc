@@ -366,6 +366,13 @@ void RendezvousClient::startBackgroundThreads(std::chrono::milliseconds lease) {
 void RendezvousClient::heartbeatLoop(std::chrono::milliseconds lease) {
   // Four beats per lease: one lost or late beat never costs the member its lease.
   const auto interval = std::max(std::chrono::milliseconds(5), lease / 4);
+  // The server expires a lease it has not renewed for `lease`, and it renewed this one last
+  // before it answered the last beat that got through. Once no answer has come for the lease
+  // and half of it again, the server has declared this member failed (the rest of the job goes
+  // on without it), or cannot be told otherwise: this member fences itself, as if expelled,
+  // instead of working on where nobody waits for it (a host whose data link is cut).
+  const auto fenceAfter = lease + lease / 2;
+  auto lastAnswer = Clock::now();
   while (sleepUnlessStopping(interval)) {
     pb::HeartbeatRequest request;
     *request.mutable_caller() = caller();
@@ -373,10 +380,24 @@ void RendezvousClient::heartbeatLoop(std::chrono::milliseconds lease) {
     grpc::ClientContext context;
     context.set_deadline(systemDeadline(Clock::now() + std::max(interval, lease / 2)));
     Status status = fromGrpc(stub_->Heartbeat(&context, request, &response));
-    if (!status.ok() && isVerdict(status.code())) {
+    if (status.ok()) {
+      lastAnswer = Clock::now();
+      continue;
+    }
+    if (isVerdict(status.code())) {
       // leave() ends this thread before its Leave goes out, so no beat crosses it: a verdict
       // here is the server's word that this member is out.
       expel(Status(status.code(), "Heartbeat: " + status.message()));
+      return;
+    }
+    const auto silent =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - lastAnswer);
+    if (silent >= fenceAfter) {
+      expel(Status(StatusCode::kUnavailable,
+                   "the rendezvous answered no heartbeat for " + std::to_string(silent.count()) +
+                       " ms, longer than the lease (" + std::to_string(lease.count()) +
+                       " ms): it has declared this member failed (last error: " + status.message() +
+                       ")"));
       return;
     }
   }

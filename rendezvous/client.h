@@ -6,7 +6,8 @@
 // member alive by itself: a heartbeat thread renews the lease and a watch thread holds the
 // Watch stream open, reopening it after a restart, and delivers membership events to the
 // onEvent callback or, without one, to a queue read by nextEvent(). Once the server says this
-// member is expelled, every call fails fast with that status (fencing).
+// member is expelled, or has answered no heartbeat for 1.5 leases (it has then declared the
+// member failed: a cut link), every call fails fast with that status (fencing).
 //
 // Thread-safety: all methods may be called from any thread. onEvent runs on the watch thread
 // and must not block for long.
