@@ -112,6 +112,7 @@ JobReport analyzeJob(const std::string& job, const std::vector<const pb::Dump*>&
     report.worldSize = std::max(report.worldSize, dump->world_size());
     ranksWithDumps.insert(dump->rank());
     if (dump->reason() == kFinishedNormally) report.finishedNormally.push_back(dump->rank());
+    if (dump->reason().rfind("expelled: ", 0) == 0) report.fenced.push_back(dump->rank());
     if (dump->dropped_entries() > 0) {
       report.notes.push_back("rank " + std::to_string(dump->rank()) + ": the ring dropped its " +
                              std::to_string(dump->dropped_entries()) +
@@ -131,6 +132,8 @@ JobReport analyzeJob(const std::string& job, const std::vector<const pb::Dump*>&
     }
   }
   report.ranksWithDumps.assign(ranksWithDumps.begin(), ranksWithDumps.end());
+  std::sort(report.fenced.begin(), report.fenced.end());
+  report.fenced.erase(std::unique(report.fenced.begin(), report.fenced.end()), report.fenced.end());
   std::sort(report.finishedNormally.begin(), report.finishedNormally.end());
   report.finishedNormally.erase(
       std::unique(report.finishedNormally.begin(), report.finishedNormally.end()),

@@ -43,6 +43,9 @@ struct JobReport {
   std::vector<int> ranksWithDumps;
   std::vector<int> missingDumps;
   std::vector<int> finishedNormally;  // ranks whose dump says they exited with 0
+  // Ranks that ended themselves because the job went on without them (dump reason "expelled:
+  // ..."), e.g. behind a cut link: left out, not crashed.
+  std::vector<int> fenced;
   std::vector<CollectiveFinding> collectives;
   std::vector<PointToPointFinding> pointToPoint;
   std::vector<std::string> notes;  // e.g. entries dropped by a full ring

@@ -39,6 +39,10 @@ void printText(const Analysis& analysis, std::ostream& out) {
     if (!job.finishedNormally.empty()) {
       out << "  finished normally: " << rankList(job.finishedNormally) << " (exited with 0)\n";
     }
+    if (!job.fenced.empty()) {
+      out << "  fenced: " << rankList(job.fenced)
+          << " (expelled: the job went on without them, and they ended themselves)\n";
+    }
     if (!job.missingDumps.empty()) {
       out << "  missing dumps: " << rankList(job.missingDumps)
           << " (crashed before dumping, or dumps not collected)\n";
@@ -89,6 +93,7 @@ void printJson(const Analysis& analysis, std::ostream& out) {
     writeRanks(json, "ranks_with_dumps", job.ranksWithDumps);
     writeRanks(json, "missing_dumps", job.missingDumps);
     writeRanks(json, "finished_normally", job.finishedNormally);
+    writeRanks(json, "fenced", job.fenced);
     json.key("collectives").beginArray();
     for (const auto& f : job.collectives) {
       json.beginObject();
