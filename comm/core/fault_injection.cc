@@ -5,7 +5,9 @@
 
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -39,7 +41,7 @@ bool parseNumber(const std::string& text, long long lo, long long hi, long long*
 Status bad(const std::string& spec, const std::string& why) {
   return invalidArgument("FTCOMM_FAULT: '" + spec + "': " + why +
                          " (SPEC = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|"
-                         "exit:CODE; several separated by ';')");
+                         "exit:CODE|cut-link[:MS]|silent; several separated by ';')");
 }
 
 const char* actionName(FaultInjector::Action action) {
@@ -56,8 +58,32 @@ const char* actionName(FaultInjector::Action action) {
       return "drop-conn";
     case FaultInjector::Action::kExit:
       return "exit";
+    case FaultInjector::Action::kCutLink:
+      return "cut-link";
+    case FaultInjector::Action::kSilent:
+      return "silent";
   }
   return "?";
+}
+
+// Asks ftcomm-run (--nodes) to act on this process's host: writes request.RANK in its control
+// folder and waits for done.RANK.
+void askLauncher(const std::string& request, int launchRank) {
+  const char* dir = std::getenv("FTCOMM_RUN_CONTROL");
+  if (dir == nullptr || *dir == '\0') return;
+  const std::string base = std::string(dir) + "/";
+  const std::string rank = std::to_string(launchRank);
+  { std::ofstream(base + "request." + rank + ".tmp") << request << "\n"; }
+  std::rename((base + "request." + rank + ".tmp").c_str(), (base + "request." + rank).c_str());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!std::ifstream(base + "done." + rank)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::cerr << "ftcomm: fault injection: ftcomm-run did not act on '" << request
+                << "' within 10 s; going on" << std::endl;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace
@@ -111,6 +137,18 @@ Result<std::vector<FaultInjector::Spec>> FaultInjector::parse(const std::string&
           if (!parseNumber(arg, 0, 3600000, &n)) return bad(spec, "delay wants :MS (0..3600000)");
           s.action = Action::kDelay;
           s.argument = static_cast<int>(n);
+        } else if (verb == "cut-link" || verb == "silent") {
+          const char* control = std::getenv("FTCOMM_RUN_CONTROL");
+          if (control == nullptr || *control == '\0') {
+            return bad(spec,
+                       "'" + verb + "' acts on a simulated host: run under ftcomm-run --nodes");
+          }
+          if (verb == "silent" && !arg.empty()) return bad(spec, "'silent' takes no argument");
+          if (!arg.empty() && !parseNumber(arg, 1, 3600000, &n)) {
+            return bad(spec, "cut-link's restore wants :MS (1..3600000)");
+          }
+          s.action = verb == "silent" ? Action::kSilent : Action::kCutLink;
+          s.argument = arg.empty() ? 0 : static_cast<int>(n);
         } else if (verb == "exit") {
           if (!parseNumber(arg, 0, 255, &n)) return bad(spec, "exit wants :CODE (0..255)");
           s.action = Action::kExit;
@@ -118,7 +156,8 @@ Result<std::vector<FaultInjector::Spec>> FaultInjector::parse(const std::string&
         } else {
           return bad(spec, "unknown action '" + value + "'");
         }
-        if ((s.action == Action::kDelay || s.action == Action::kExit) != !arg.empty())
+        const bool optional = s.action == Action::kCutLink || s.action == Action::kSilent;
+        if (!optional && (s.action == Action::kDelay || s.action == Action::kExit) != !arg.empty())
           return bad(spec, "'" + verb + "' " + (arg.empty() ? "needs" : "takes no") + " argument");
       } else {
         return bad(spec, "unknown key '" + key + "'");
@@ -195,6 +234,12 @@ void FaultInjector::at(const std::string& op, int launchRank, std::uint64_t comm
       break;
     case Action::kExit:
       std::_Exit(fired.argument);
+    case Action::kCutLink:
+      askLauncher("cut-link " + std::to_string(fired.argument), launchRank);
+      break;
+    case Action::kSilent:
+      askLauncher("silent", launchRank);
+      break;
   }
 }
 

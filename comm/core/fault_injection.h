@@ -1,7 +1,8 @@
 // Built-in fault injection, inert unless FTCOMM_FAULT is set (ftcomm-run --fault sets it):
 //
 //   FTCOMM_FAULT = SPEC[;SPEC...]
-//   SPEC         = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|exit:CODE
+//   SPEC         = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|exit:CODE|
+//                  cut-link[:MS]|silent
 //
 // R is the process's launch rank (mpirun's); OP an operation name in lower case without
 // separators (allreduce, broadcast, alltoall, split, send, reconfigure, ...); S the operation's
@@ -18,6 +19,14 @@
 //              them had gone; the peers then see this process as gone
 //   exit:CODE  _exit(CODE)
 //
+// Under `ftcomm-run --nodes` (simulated hosts; FTCOMM_RUN_CONTROL names the launcher's control
+// folder), two more act on the process's whole host, through the launcher, which the call waits
+// for (up to 10 s):
+//   cut-link[:MS]  the host's data link goes down (restored after MS ms if given); its
+//                  processes live on, cut off from the rest of the job and the rendezvous
+//   silent         the data link goes down, then the host's ranks are killed: a host that dies
+//                  without closing a connection
+//
 // Thread-safety: any thread.
 #pragma once
 
@@ -33,13 +42,13 @@ namespace ftcomm::detail {
 
 class FaultInjector {
  public:
-  enum class Action { kKill, kStop, kHang, kDelay, kDropConnection, kExit };
+  enum class Action { kKill, kStop, kHang, kDelay, kDropConnection, kExit, kCutLink, kSilent };
   struct Spec {
     int rank = -1;
     std::string op;
     std::uint64_t seq = 0;
     Action action = Action::kKill;
-    int argument = 0;  // delay's milliseconds, exit's code
+    int argument = 0;  // delay's milliseconds, exit's code, cut-link's restore (0: never)
     bool fired = false;
   };
 

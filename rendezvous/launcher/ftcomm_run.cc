@@ -1,32 +1,38 @@
 // ftcomm-run: runs an ftcomm job under OpenMPI's mpirun.
 //
-//   ftcomm-run -np N [--nodes K [--shape SPEC]] [--rendezvous HOST:PORT | --tls] [--job NAME]
+//   ftcomm-run -np N [--nodes K [--shape SPEC] | --hostfile FILE] [--rendezvous HOST:PORT | --tls]
+//              [--job NAME]
 //              [--fault SPEC]... -- PROGRAM ARGS...
 //
 // Without --rendezvous it starts ftcomm-rendezvous (beside this program) on loopback and stops
 // it at the end; with --tls that server speaks mutual TLS, with a throwaway CA and certificates
 // made by openssl for this run, and the ranks get FTCOMM_RENDEZVOUS_CA/_CERT/_KEY. mpirun gets
-// --enable-recovery (OpenMPI 4.1 otherwise tears the whole job down when one rank dies),
-// --oversubscribe, --allow-run-as-root when run as root, and the environment: FTCOMM_RENDEZVOUS,
-// FTCOMM_JOB, FTCOMM_FAULT (the --fault specs joined by
-// ';'), and every FTCOMM_* and UCX_* variable already set. Each rank runs under this program's
-// --rank-wrapper, which reports how the rank ended. SIGINT and SIGTERM are forwarded to
-// mpirun.
+// --enable-recovery on one host (OpenMPI 4.1 otherwise tears the whole job down when one rank
+// dies), --oversubscribe, --allow-run-as-root when run as root, and the environment:
+// FTCOMM_RENDEZVOUS, FTCOMM_JOB, FTCOMM_FAULT (the --fault specs joined by ';'), and every
+// FTCOMM_* and UCX_* variable already set. Each rank runs under this program's --rank-wrapper,
+// which reports how the rank ended and gives mpirun 0 for a death or an expulsion. SIGINT and
+// SIGTERM are forwarded to mpirun.
 //
 // --nodes K spreads the ranks over K simulated hosts (sim_hosts.h): mpirun and the rendezvous
 // run in a head namespace, mpirun starts one daemon per host through this program's
 // --host-agent (host_agent.h), the ranks get FTCOMM_SOCKET_IFNAME=data0, and every namespace is
-// deleted at the end.
+// deleted at the end. Ranks may cut their host's data link (link_faults.h). A rank's error exit
+// ends the job there: OpenMPI 4.1's recovery mode hangs across hosts.
+//
+// --hostfile FILE runs on real hosts (mpirun's hostfile): the rendezvous is --rendezvous's, or
+// one this starts listening on FTCOMM_ADVERTISE_ADDR, this host's address on the data network.
+// As across simulated hosts, a rank's error exit ends the job.
 //
 // Exit status: 77 when --nodes cannot make its namespaces here (tests skip on it); 0 when every
 // rank exited 0, died from a signal, or was expelled (exit code 75, FTCOMM_EXIT_ON_EXPEL, which
 // this sets): failures the job survived; otherwise the first non-zero exit code of a rank; 1 when
-// no rank ran at all; 2 for bad usage
-// (--help prints the usage and exits 0).
+// no rank ran at all; 2 for bad usage (--help prints the usage and exits 0).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +44,7 @@
 #include <vector>
 
 #include "rendezvous/launcher/host_agent.h"
+#include "rendezvous/launcher/link_faults.h"
 #include "rendezvous/launcher/process.h"
 #include "rendezvous/launcher/sim_hosts.h"
 
@@ -49,16 +56,20 @@ namespace fs = std::filesystem;
 using namespace ftcomm::launcher;
 
 constexpr const char* kUsage =
-    "usage: ftcomm-run -np N [--nodes K [--shape SPEC]] [--rendezvous HOST:PORT | --tls] "
+    "usage: ftcomm-run -np N [--nodes K [--shape SPEC] | --hostfile FILE] "
+    "[--rendezvous HOST:PORT | --tls] "
     "[--job NAME] [--fault SPEC]... -- PROGRAM ARGS...\n"
     "  -np N         ranks to start (1..4096)\n"
     "  --nodes K     spread them over K simulated hosts (network namespaces; root), N/K each\n"
     "  --shape SPEC  shape each simulated host's data link with tc tbf, e.g. \"rate 4gbit\"\n"
+    "  --hostfile F  run on the real hosts of mpirun's hostfile F; the rendezvous is\n"
+    "                --rendezvous's, or one started on FTCOMM_ADVERTISE_ADDR\n"
     "  --rendezvous  an ftcomm-rendezvous server to use (default: start one on loopback)\n"
     "  --tls         the server it starts speaks mutual TLS (a throwaway CA, made with openssl)\n"
     "  --job NAME    the job's name at the server (default: ftcomm-PID)\n"
     "  --fault SPEC  inject a failure: rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|"
-    "drop-conn|exit:CODE\n";
+    "drop-conn|exit:CODE|\n"
+    "                cut-link[:MS]|silent (these two on the rank's simulated host, with --nodes)\n";
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "ftcomm-run: " << why << "\n" << kUsage;
@@ -69,6 +80,7 @@ struct Options {
   int ranks = 0;
   int nodes = 0;
   std::string shape;
+  std::string hostfile;
   std::string rendezvous;
   bool tls = false;
   std::string job;
@@ -105,6 +117,8 @@ Options parse(int argc, char** argv) {
       const long n = std::strtol(v.c_str(), &end, 10);
       if (*end != '\0' || n < 1 || n > 200) usage("--nodes wants a number of hosts in 1..200");
       o.nodes = static_cast<int>(n);
+    } else if (flag == "--hostfile") {
+      o.hostfile = value();
     } else if (flag == "--shape") {
       o.shape = value();
     } else if (flag == "--rendezvous") {
@@ -134,6 +148,20 @@ Options parse(int argc, char** argv) {
   if (o.nodes > 0 && o.ranks % o.nodes != 0) {
     usage("--nodes " + std::to_string(o.nodes) + " does not divide -np " + std::to_string(o.ranks));
   }
+  if (!o.hostfile.empty()) {
+    if (o.nodes > 0) usage("--hostfile names real hosts, --nodes simulated ones: pick one");
+    const char* advertise = std::getenv("FTCOMM_ADVERTISE_ADDR");
+    if (o.rendezvous.empty() && (advertise == nullptr || *advertise == '\0')) {
+      usage(
+          "--hostfile: the other hosts must reach the rendezvous: give --rendezvous HOST:PORT, "
+          "or set FTCOMM_ADVERTISE_ADDR to this host's address on the data network");
+    }
+    if (!fs::exists(o.hostfile)) usage("--hostfile " + o.hostfile + ": no such file");
+    if (advertise != nullptr &&
+        std::string(advertise).find_first_not_of("0123456789abcdefABCDEF.:") != std::string::npos) {
+      usage(std::string("FTCOMM_ADVERTISE_ADDR='") + advertise + "' is not an IP address");
+    }
+  }
   if (o.nodes > 0 && !o.rendezvous.empty()) {
     usage("--nodes runs its own rendezvous in the simulated network; drop --rendezvous");
   }
@@ -158,7 +186,8 @@ void forwardSignals(pid_t child) {
   ::sigaction(SIGTERM, &action, nullptr);
 }
 
-// One rank: runs the program, tells how it ended, and ends the same way.
+// One rank: runs the program, tells how it ended, and exits with its exit code, or 0 where it
+// died from a signal or was expelled.
 int rankWrapper(const std::string& statusDir, const std::vector<std::string>& program) {
   const char* rankText = std::getenv("OMPI_COMM_WORLD_RANK");
   const std::string rank = rankText != nullptr ? rankText : "?";
@@ -176,13 +205,16 @@ int rankWrapper(const std::string& statusDir, const std::vector<std::string>& pr
               : "signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0))
       << "\n";
   std::cerr << "ftcomm-run: rank " << rank << " " << describe(status) << std::endl;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 0;  // a death the job may have survived
+  // A death or an expulsion is a failure the job may have survived: mpirun must not end the
+  // job over it.
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == kExpelled) return 0;
+  return WEXITSTATUS(status);
 }
 
 // A throwaway CA in `work`, and certificates it signs: the server's (for 127.0.0.1, localhost
-// and the simulated hosts' head) and one for the ranks (mutual TLS). openssl's output goes to
-// work/openssl.log.
-bool makeCertificates(const fs::path& work) {
+// the simulated hosts' head and `advertised`, if any) and one for the ranks (mutual TLS).
+// openssl's output goes to work/openssl.log.
+bool makeCertificates(const fs::path& work, const std::string& advertised) {
   const std::string w = work.string();
   const std::string script =
       "cd '" + w +
@@ -192,7 +224,7 @@ bool makeCertificates(const fs::path& work) {
       "openssl req -newkey rsa:2048 -nodes -subj /CN=ftcomm-rendezvous "
       "-keyout server.key -out server.csr && "
       "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:" +
-      SimulatedHosts::dataAddress(-1) +
+      SimulatedHosts::dataAddress(-1) + (advertised.empty() ? "" : ",IP:" + advertised) +
       "\\nextendedKeyUsage=serverAuth\\n' "
       ">server.ext && "
       "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
@@ -295,13 +327,17 @@ int main(int argc, char** argv) {
     dumps = dumpFolder();
     madeDumps = fs::create_directories(dumps, ec);
     ::setenv("FTCOMM_FR_DIR", dumps.c_str(), 1);
+    // Where ranks ask for link faults (link_faults.h).
+    fs::create_directories(work / "control", ec);
+    ::setenv("FTCOMM_RUN_CONTROL", (work / "control").c_str(), 1);
     // UCX and the rendezvous use the data network; mpirun's daemons the control network.
     ::setenv("FTCOMM_SOCKET_IFNAME", SimulatedHosts::kDataInterface, 0);
   }
   pid_t server = -1;
   std::string address = o.rendezvous;
   if (o.tls) {
-    if (!makeCertificates(work)) {
+    const char* advertised = std::getenv("FTCOMM_ADVERTISE_ADDR");
+    if (!makeCertificates(work, o.hostfile.empty() || advertised == nullptr ? "" : advertised)) {
       std::cerr << "ftcomm-run: --tls: openssl could not make the certificates:\n";
       std::ifstream log(work / "openssl.log");
       std::cerr << log.rdbuf();
@@ -313,9 +349,14 @@ int main(int argc, char** argv) {
     ::setenv("FTCOMM_RENDEZVOUS_KEY", (work / "member.key").c_str(), 1);
   }
   if (address.empty()) {
-    address = o.nodes > 0 ? startRendezvous(self, work, o.tls, SimulatedHosts::dataAddress(-1),
-                                            hosts.headNamespace(), &server)
-                          : startRendezvous(self, work, o.tls, "127.0.0.1", "", &server);
+    if (o.nodes > 0) {
+      address = startRendezvous(self, work, o.tls, SimulatedHosts::dataAddress(-1),
+                                hosts.headNamespace(), &server);
+    } else {
+      const std::string host =
+          o.hostfile.empty() ? "127.0.0.1" : std::getenv("FTCOMM_ADVERTISE_ADDR");
+      address = startRendezvous(self, work, o.tls, host, "", &server);
+    }
     if (address.empty()) {
       std::cerr << "ftcomm-run: the rendezvous server (ftcomm-rendezvous) did not start\n";
       fs::remove_all(work, ec);
@@ -335,8 +376,19 @@ int main(int argc, char** argv) {
   if (o.nodes > 0) args = {"ip", "netns", "exec", hosts.headNamespace()};
   args.push_back("mpirun");
   if (::geteuid() == 0) args.push_back("--allow-run-as-root");
-  for (const char* a : {"--oversubscribe", "--enable-recovery", "-np"}) args.push_back(a);
+  // Across simulated hosts, OpenMPI 4.1's recovery mode hangs mpirun once a rank exits
+  // non-zero (its notification to the job's processes fails between daemons); without it, such
+  // an exit aborts the job, which is right for an error, and the rank wrappers hand mpirun 0
+  // for every ending the job survives (a signal, an expulsion).
+  args.push_back("--oversubscribe");
+  const bool severalHosts = o.nodes > 0 || !o.hostfile.empty();
+  if (!severalHosts) args.push_back("--enable-recovery");
+  args.push_back("-np");
   args.push_back(std::to_string(o.ranks));
+  if (!o.hostfile.empty()) {
+    args.push_back("--hostfile");
+    args.push_back(o.hostfile);
+  }
   if (o.nodes > 0) {
     const std::string agent =
         self.string() + " --host-agent " + SimulatedHosts::ownPrefix() + " " + work.string();
@@ -375,7 +427,18 @@ int main(int argc, char** argv) {
     std::cerr << "ftcomm-run: cannot start mpirun (is openmpi-bin installed?)\n";
   } else {
     forwardSignals(mpirun);
-    const int status = waitFor(mpirun);
+    int status = 0;
+    if (o.nodes > 0) {
+      LinkFaults linkFaults(hosts, (work / "control").string(), o.ranks / o.nodes);
+      for (;;) {
+        const pid_t ended = ::waitpid(mpirun, &status, WNOHANG);
+        if (ended == mpirun || (ended < 0 && errno != EINTR)) break;
+        linkFaults.poll();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    } else {
+      status = waitFor(mpirun);
+    }
     forwardTo = 0;
     int ran = 0, firstBad = 0;
     std::string summary;

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -189,6 +191,45 @@ std::string SimulatedHosts::addHost(const std::string& ns, const std::string& ta
     }
   }
   return "";
+}
+
+bool SimulatedHosts::setDataLink(int host, bool up) {
+  return run(
+      {"ip", "-n", bridgeNamespace(), "link", "set", bridgeDataPort(host), up ? "up" : "down"});
+}
+
+int SimulatedHosts::killRanks(int host) {
+  auto commandLine = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text;
+  };
+  auto parentOf = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) return pid_t{-1};
+    std::istringstream rest(text.substr(close + 1));
+    std::string state;
+    long ppid = -1;
+    rest >> state >> ppid;
+    return static_cast<pid_t>(ppid);
+  };
+  // argv[1] of a rank wrapper; mpirun's own command line names the option further on.
+  auto isRankWrapper = [](const std::string& argv) {
+    const auto first = argv.find('\0');
+    const std::string option("--rank-wrapper\0", 15);
+    return first != std::string::npos && argv.compare(first + 1, option.size(), option) == 0;
+  };
+  int killed = 0;
+  for (pid_t pid : processesIn(hostNamespace(host))) {
+    const pid_t parent = parentOf(pid);
+    if (parent > 0 && isRankWrapper(commandLine(parent)) && !isRankWrapper(commandLine(pid))) {
+      killed += ::kill(pid, SIGKILL) == 0 ? 1 : 0;
+    }
+  }
+  return killed;
 }
 
 void SimulatedHosts::destroy() {

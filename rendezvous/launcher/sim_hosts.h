@@ -33,6 +33,12 @@ class SimulatedHosts {
   // without namespaces).
   bool shapeRefused() const { return shapeRefused_; }
 
+  // Takes host `host`'s data link down or up at the bridge; false if ip failed.
+  bool setDataLink(int host, bool up);
+  // Kills (SIGKILL) every rank of host `host`: the programs ftcomm-run's rank wrappers run
+  // there, not mpirun's daemon. How many.
+  int killRanks(int host);
+
   // Kills every process in the namespaces and deletes them; idempotent.
   void destroy();
   ~SimulatedHosts() { destroy(); }

@@ -4,6 +4,7 @@
 # - every collective is correct at 2 hosts x 2 ranks (shared memory inside a host, UCX between);
 # - the traffic between hosts crosses the data link, not the control link;
 # - the demo survives a killed rank on 2 hosts, and the hosts' dumps are gathered into one folder;
+# - the steps for real hosts (ftcomm-run --hostfile) work across the simulated network;
 # - bad input (--nodes not dividing -np, a shape tc refuses, an unknown FTCOMM_SOCKET_IFNAME) is a
 #   clear error; a start sweeps the namespaces of a killed run; no run leaves any behind.
 # Exits 77 (skipped) with ftcomm-run's reason where namespaces cannot be made.
@@ -77,6 +78,30 @@ mkdir demo
   { cat demo/demo.log; fail "the demo failed on 2 simulated hosts"; }
 grep -q "dumps of 3 of 4 ranks" demo/demo.log || { cat demo/demo.log; fail "dumps not gathered"; }
 echo "demo: rank 2 killed on host 1, the job finished at world size 3; 3 dumps from 2 hosts"
+
+# The steps for real hosts (README), on the simulated network: ftcomm-run --hostfile in the head
+# namespace, its rendezvous on FTCOMM_ADVERTISE_ADDR, the data interface by FTCOMM_SOCKET_IFNAME,
+# and mpirun's rsh agent entering the hosts as ssh would. The namespaces are those of a --nodes
+# run that sleeps meanwhile.
+"$bin/ftcomm-run" --nodes 2 -np 2 -- sleep 60 >holder.log 2>&1 &
+holder=$!
+for _ in $(seq 200); do [ -e "/run/netns/ftc-$holder-h1" ] && break; sleep 0.05; done
+[ -e "/run/netns/ftc-$holder-h1" ] || { cat holder.log; fail "the namespaces' holder did not start"; }
+printf '10.10.0.11 slots=2\n10.10.0.12 slots=2\n' >real-hosts
+mkdir -p real-work
+rc=0
+timeout 300 ip netns exec "ftc-$holder-head" env FTCOMM_ADVERTISE_ADDR=10.20.0.1 \
+  FTCOMM_SOCKET_IFNAME=data0 OMPI_MCA_oob_tcp_if_include=10.10.0.0/24 \
+  OMPI_MCA_plm_rsh_agent="$bin/ftcomm-run --host-agent ftc-$holder $work/real-work" \
+  OMPI_MCA_plm_rsh_no_tree_spawn=1 \
+  "$bin/ftcomm-run" --hostfile real-hosts -np 4 -- "$bin/ftcomm-test-comm" --scenario collectives \
+  >real.log 2>&1 || rc=$?
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+[ "$rc" -eq 0 ] || { cat real.log; fail "ftcomm-run --hostfile exited $rc"; }
+[ "$(grep -c '^RESULT rank=[0-3] OK' real.log)" -eq 4 ] || { cat real.log; fail "--hostfile run"; }
+grep -q "rendezvous 10.20.0.1:" real.log || { cat real.log; fail "rendezvous not advertised"; }
+echo "real-host steps: --hostfile, FTCOMM_ADVERTISE_ADDR and FTCOMM_SOCKET_IFNAME across 2 hosts"
 
 expect_error() {  # WHAT CODE PATTERN ARGS...
   local what=$1 code=$2 pattern=$3 rc=0

@@ -1,0 +1,50 @@
+#include "rendezvous/launcher/link_faults.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace ftcomm::launcher {
+
+void LinkFaults::poll() {
+  namespace fs = std::filesystem;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = restores_.begin(); it != restores_.end();) {
+    if (it->at > now) {
+      ++it;
+      continue;
+    }
+    hosts_.setDataLink(it->host, true);
+    std::cerr << "ftcomm-run: host " << it->host << "'s data link is back up" << std::endl;
+    it = restores_.erase(it);
+  }
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("request.", 0) != 0 || name.find(".tmp") != std::string::npos) continue;
+    const std::string rank = name.substr(std::string("request.").size());
+    std::ifstream in(entry.path());
+    std::string action;
+    long restoreMs = 0;
+    in >> action >> restoreMs;
+    fs::remove(entry.path(), ec);
+    const int host = std::atoi(rank.c_str()) / ranksPerHost_;
+    if (action == "cut-link" || action == "silent") {
+      hosts_.setDataLink(host, false);
+      std::cerr << "ftcomm-run: rank " << rank << " asked: host " << host << "'s data link is cut"
+                << std::endl;
+    }
+    if (action == "cut-link" && restoreMs > 0) {
+      restores_.push_back({host, now + std::chrono::milliseconds(restoreMs)});
+    }
+    if (action == "silent") {
+      const int killed = hosts_.killRanks(host);
+      std::cerr << "ftcomm-run: host " << host << " went silent: " << killed
+                << " ranks killed behind its cut link" << std::endl;
+    }
+    std::ofstream(fs::path(folder_) / ("done." + rank)) << action << "\n";
+  }
+}
+
+}  // namespace ftcomm::launcher
