@@ -6,9 +6,16 @@
 // time is the latest of those minus the time of the signal. Median and max over the trials.
 //
 //   ftcomm-bench-recovery --ranks N [--trials T] [--stop] [--lease-ms L] [--json]
+//   ftcomm-bench-recovery --nodes K --node-loss [--silent] --ranks N [--trials T] [--lease-ms L]
 //
 // With --stop the victim is never seen to exit: only its lease (L ms, default 2000) can find it,
 // so the time reported is the lease plus the recovery.
+//
+// With --nodes the members run under `ftcomm-run --nodes K` (simulated hosts, N/K ranks each)
+// and a whole host is lost: all its ranks killed at once (kill-host), or with --silent its data
+// link cut first and then its ranks killed, so that no socket closes and only the lease finds
+// them. A random rank asks for the fault at its 300th allreduce; the time runs from the
+// launcher's act (its log line) to the last survivor's first allreduce of the new epoch.
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +24,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -78,12 +87,17 @@ struct Options {
   int ranks = 4;
   int trials = 5;
   bool stop = false;
+  int nodes = 0;
+  bool nodeLoss = false;
+  bool silent = false;
   int leaseMs = 2000;
   bool json = false;
 };
 
 constexpr const char* kUsage =
-    "usage: ftcomm-bench-recovery --ranks N [--trials T] [--stop] [--lease-ms L] [--json]\n";
+    "usage: ftcomm-bench-recovery --ranks N [--trials T] [--stop] [--lease-ms L] [--json]\n"
+    "       ftcomm-bench-recovery --nodes K --node-loss [--silent] --ranks N [--trials T] "
+    "[--lease-ms L] [--json]\n";
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "ftcomm-bench-recovery: " << why << "\n" << kUsage;
@@ -112,13 +126,68 @@ Options parse(int argc, char** argv) {
       o.leaseMs = number(10, 600000);
     } else if (flag == "--stop") {
       o.stop = true;
+    } else if (flag == "--nodes") {
+      o.nodes = number(2, 64);
+    } else if (flag == "--node-loss") {
+      o.nodeLoss = true;
+    } else if (flag == "--silent") {
+      o.silent = true;
     } else if (flag == "--json") {
       o.json = true;
     } else {
       usage("unknown flag " + flag);
     }
   }
+  if ((o.nodes > 0) != o.nodeLoss) usage("--nodes and --node-loss go together");
+  if (o.silent && !o.nodeLoss) usage("--silent is a kind of --node-loss");
+  if (o.nodeLoss && o.stop) usage("--stop stops one rank; --node-loss loses a host");
+  if (o.nodes > 0 && o.ranks % o.nodes != 0) usage("--nodes must divide --ranks");
+  if (o.nodes > 0 && o.ranks / o.nodes == o.ranks) usage("--node-loss needs a second host");
   return o;
+}
+
+// One trial of a lost host under ftcomm-run --nodes: the recovery time in milliseconds, or a
+// negative number when it failed.
+double hostTrial(const Options& o, const char* self, std::mt19937& rng) {
+  const int victim = std::uniform_int_distribution<int>(0, o.ranks - 1)(rng);
+  const std::string fault = "rank=" + std::to_string(victim) +
+                            ",op=allreduce,seq=300,action=" + (o.silent ? "silent" : "kill-host");
+  char pattern[] = "/tmp/ftcomm-bench-recovery-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) return -1;
+  const std::string log = std::string(pattern) + "/launcher.log";
+  const int survivors = o.ranks - o.ranks / o.nodes;
+  std::int64_t latest = 0;
+  {
+    const auto launcher = std::filesystem::canonical("/proc/self/exe").parent_path() / "ftcomm-run";
+    LineProcess run({"/usr/bin/env", "UCX_LOG_LEVEL=error", launcher.string(), "--nodes",
+                     std::to_string(o.nodes), "-np", std::to_string(o.ranks), "--lease-ms",
+                     std::to_string(o.leaseMs), "--fault", fault, "--", self, "--member"},
+                    log);
+    for (int i = 0; i < survivors; ++i) {
+      auto line = run.waitFor("RECOVERED", 60s);
+      if (!line) {
+        std::ifstream in(log);
+        std::cerr << "the survivors did not all recover: " << run.transcript() << "\n"
+                  << in.rdbuf() << "\n";
+        return -1;
+      }
+      latest = std::max<std::int64_t>(latest, std::stoll(line->substr(10)));
+    }
+    run.child().signal(SIGTERM);
+    (void)run.child().waitExit(60s);
+  }
+  std::ifstream in(log);
+  std::int64_t acted = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto at = line.find(" done at ");
+    if (at != std::string::npos) acted = std::stoll(line.substr(at + 9));
+  }
+  std::filesystem::remove_all(pattern);
+  if (acted == 0) {
+    std::cerr << "the launcher never reported the lost host\n";
+    return -1;
+  }
+  return static_cast<double>(latest - acted) / 1e6;
 }
 
 // One trial: the recovery time in milliseconds, or a negative number when it failed.
@@ -162,26 +231,39 @@ double trial(const Options& o, const RendezvousServerProcess& server, const char
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--member") return member();
   const Options o = parse(argc, argv);
-  RendezvousServerProcess server({"--lease-ms", std::to_string(o.leaseMs)});
+  // A lost host's trials run under ftcomm-run, which starts the server in the simulated network.
+  std::optional<RendezvousServerProcess> server;
+  if (!o.nodeLoss)
+    server.emplace(std::vector<std::string>{"--lease-ms", std::to_string(o.leaseMs)});
   std::mt19937 rng(std::random_device{}());
   std::vector<double> times;
   for (int t = 0; t < o.trials; ++t) {
-    const double ms = trial(o, server, argv[0], t, rng);
+    const double ms = o.nodeLoss ? hostTrial(o, argv[0], rng) : trial(o, *server, argv[0], t, rng);
     if (ms < 0) return 1;
     times.push_back(ms);
     if (!o.json) std::printf("trial %d: %.1f ms\n", t, ms);
   }
   std::sort(times.begin(), times.end());
+  const std::string caseName = o.silent     ? "silent-host"
+                               : o.nodeLoss ? "host-killed"
+                               : o.stop     ? "stop"
+                                            : "kill";
   const double median = times[times.size() / 2], worst = times.back();
   if (o.json) {
     std::printf(
-        "{\"ranks\":%d,\"trials\":%d,\"case\":\"%s\",\"lease_ms\":%d,\"median_ms\":%.1f,"
-        "\"max_ms\":%.1f}\n",
-        o.ranks, o.trials, o.stop ? "stop" : "kill", o.leaseMs, median, worst);
+        "{\"ranks\":%d,\"nodes\":%d,\"trials\":%d,\"case\":\"%s\",\"lease_ms\":%d,"
+        "\"median_ms\":%.1f,\"max_ms\":%.1f}\n",
+        o.ranks, o.nodes, o.trials, caseName.c_str(), o.leaseMs, median, worst);
   } else {
-    std::printf("%d ranks, %s, %d trials: median %.1f ms, max %.1f ms%s\n", o.ranks,
-                o.stop ? "SIGSTOP (found by its lease)" : "SIGKILL", o.trials, median, worst,
-                o.stop ? (" (lease " + std::to_string(o.leaseMs) + " ms)").c_str() : "");
+    const bool leased = o.stop || o.silent;
+    std::printf("%d ranks%s, %s, %d trials: median %.1f ms, max %.1f ms%s\n", o.ranks,
+                o.nodes > 0 ? (" on " + std::to_string(o.nodes) + " hosts").c_str() : "",
+                o.silent     ? "a silent host (link cut, ranks killed; found by the lease)"
+                : o.nodeLoss ? "a host's ranks all killed"
+                : o.stop     ? "SIGSTOP (found by its lease)"
+                             : "SIGKILL",
+                o.trials, median, worst,
+                leased ? (" (lease " + std::to_string(o.leaseMs) + " ms)").c_str() : "");
   }
   return 0;
 }

@@ -41,7 +41,7 @@ bool parseNumber(const std::string& text, long long lo, long long hi, long long*
 Status bad(const std::string& spec, const std::string& why) {
   return invalidArgument("FTCOMM_FAULT: '" + spec + "': " + why +
                          " (SPEC = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|"
-                         "exit:CODE|cut-link[:MS]|silent; several separated by ';')");
+                         "exit:CODE|cut-link[:MS]|silent|kill-host; several separated by ';')");
 }
 
 const char* actionName(FaultInjector::Action action) {
@@ -62,6 +62,8 @@ const char* actionName(FaultInjector::Action action) {
       return "cut-link";
     case FaultInjector::Action::kSilent:
       return "silent";
+    case FaultInjector::Action::kKillHost:
+      return "kill-host";
   }
   return "?";
 }
@@ -137,17 +139,20 @@ Result<std::vector<FaultInjector::Spec>> FaultInjector::parse(const std::string&
           if (!parseNumber(arg, 0, 3600000, &n)) return bad(spec, "delay wants :MS (0..3600000)");
           s.action = Action::kDelay;
           s.argument = static_cast<int>(n);
-        } else if (verb == "cut-link" || verb == "silent") {
+        } else if (verb == "cut-link" || verb == "silent" || verb == "kill-host") {
           const char* control = std::getenv("FTCOMM_RUN_CONTROL");
           if (control == nullptr || *control == '\0') {
             return bad(spec,
                        "'" + verb + "' acts on a simulated host: run under ftcomm-run --nodes");
           }
-          if (verb == "silent" && !arg.empty()) return bad(spec, "'silent' takes no argument");
+          if (verb != "cut-link" && !arg.empty())
+            return bad(spec, "'" + verb + "' takes no argument");
           if (!arg.empty() && !parseNumber(arg, 1, 3600000, &n)) {
             return bad(spec, "cut-link's restore wants :MS (1..3600000)");
           }
-          s.action = verb == "silent" ? Action::kSilent : Action::kCutLink;
+          s.action = verb == "silent"      ? Action::kSilent
+                     : verb == "kill-host" ? Action::kKillHost
+                                           : Action::kCutLink;
           s.argument = arg.empty() ? 0 : static_cast<int>(n);
         } else if (verb == "exit") {
           if (!parseNumber(arg, 0, 255, &n)) return bad(spec, "exit wants :CODE (0..255)");
@@ -156,7 +161,8 @@ Result<std::vector<FaultInjector::Spec>> FaultInjector::parse(const std::string&
         } else {
           return bad(spec, "unknown action '" + value + "'");
         }
-        const bool optional = s.action == Action::kCutLink || s.action == Action::kSilent;
+        const bool optional = s.action == Action::kCutLink || s.action == Action::kSilent ||
+                              s.action == Action::kKillHost;
         if (!optional && (s.action == Action::kDelay || s.action == Action::kExit) != !arg.empty())
           return bad(spec, "'" + verb + "' " + (arg.empty() ? "needs" : "takes no") + " argument");
       } else {
@@ -239,6 +245,9 @@ void FaultInjector::at(const std::string& op, int launchRank, std::uint64_t comm
       break;
     case Action::kSilent:
       askLauncher("silent", launchRank);
+      break;
+    case Action::kKillHost:
+      askLauncher("kill-host", launchRank);
       break;
   }
 }

@@ -2,7 +2,7 @@
 //
 //   FTCOMM_FAULT = SPEC[;SPEC...]
 //   SPEC         = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|exit:CODE|
-//                  cut-link[:MS]|silent
+//                  cut-link[:MS]|silent|kill-host
 //
 // R is the process's launch rank (mpirun's); OP an operation name in lower case without
 // separators (allreduce, broadcast, alltoall, split, send, reconfigure, ...); S the operation's
@@ -26,6 +26,7 @@
 //                  processes live on, cut off from the rest of the job and the rendezvous
 //   silent         the data link goes down, then the host's ranks are killed: a host that dies
 //                  without closing a connection
+//   kill-host      every rank of the host is killed at once (their sockets close)
 //
 // Thread-safety: any thread.
 #pragma once
@@ -42,7 +43,17 @@ namespace ftcomm::detail {
 
 class FaultInjector {
  public:
-  enum class Action { kKill, kStop, kHang, kDelay, kDropConnection, kExit, kCutLink, kSilent };
+  enum class Action {
+    kKill,
+    kStop,
+    kHang,
+    kDelay,
+    kDropConnection,
+    kExit,
+    kCutLink,
+    kSilent,
+    kKillHost
+  };
   struct Spec {
     int rank = -1;
     std::string op;

@@ -69,7 +69,8 @@ constexpr const char* kUsage =
     "  --job NAME    the job's name at the server (default: ftcomm-PID)\n"
     "  --fault SPEC  inject a failure: rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|"
     "drop-conn|exit:CODE|\n"
-    "                cut-link[:MS]|silent (these two on the rank's simulated host, with --nodes)\n";
+    "                cut-link[:MS]|silent|kill-host (on the rank's simulated host, with --nodes)\n"
+    "  --lease-ms L  the lease of the rendezvous it starts (default: the server's, 2000)\n";
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "ftcomm-run: " << why << "\n" << kUsage;
@@ -81,6 +82,7 @@ struct Options {
   int nodes = 0;
   std::string shape;
   std::string hostfile;
+  int leaseMs = 0;
   std::string rendezvous;
   bool tls = false;
   std::string job;
@@ -117,6 +119,12 @@ Options parse(int argc, char** argv) {
       const long n = std::strtol(v.c_str(), &end, 10);
       if (*end != '\0' || n < 1 || n > 200) usage("--nodes wants a number of hosts in 1..200");
       o.nodes = static_cast<int>(n);
+    } else if (flag == "--lease-ms") {
+      const std::string v = value();
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (*end != '\0' || n < 10 || n > 600000) usage("--lease-ms wants 10..600000");
+      o.leaseMs = static_cast<int>(n);
     } else if (flag == "--hostfile") {
       o.hostfile = value();
     } else if (flag == "--shape") {
@@ -162,6 +170,7 @@ Options parse(int argc, char** argv) {
       usage(std::string("FTCOMM_ADVERTISE_ADDR='") + advertise + "' is not an IP address");
     }
   }
+  if (o.leaseMs > 0 && !o.rendezvous.empty()) usage("--lease-ms sets the server ftcomm-run starts");
   if (o.nodes > 0 && !o.rendezvous.empty()) {
     usage("--nodes runs its own rendezvous in the simulated network; drop --rendezvous");
   }
@@ -241,7 +250,7 @@ bool makeCertificates(const fs::path& work, const std::string& advertised) {
 
 // Starts ftcomm-rendezvous on `host` (with TLS: the certificates of makeCertificates), in the
 // network namespace `netns` unless that is empty; its address, or "" on failure.
-std::string startRendezvous(const fs::path& self, const fs::path& work, bool tls,
+std::string startRendezvous(const fs::path& self, const fs::path& work, bool tls, int leaseMs,
                             const std::string& host, const std::string& netns, pid_t* server) {
   const fs::path binary = self.parent_path() / "ftcomm-rendezvous";
   const fs::path portFile = work / "port";
@@ -250,6 +259,10 @@ std::string startRendezvous(const fs::path& self, const fs::path& work, bool tls
   for (const std::string& a : {binary.string(), std::string("--listen"), host + ":0",
                                std::string("--port-file"), portFile.string()}) {
     args.push_back(a);
+  }
+  if (leaseMs > 0) {
+    args.push_back("--lease-ms");
+    args.push_back(std::to_string(leaseMs));
   }
   if (tls) {
     for (const auto& [flag, file] :
@@ -350,12 +363,12 @@ int main(int argc, char** argv) {
   }
   if (address.empty()) {
     if (o.nodes > 0) {
-      address = startRendezvous(self, work, o.tls, SimulatedHosts::dataAddress(-1),
+      address = startRendezvous(self, work, o.tls, o.leaseMs, SimulatedHosts::dataAddress(-1),
                                 hosts.headNamespace(), &server);
     } else {
       const std::string host =
           o.hostfile.empty() ? "127.0.0.1" : std::getenv("FTCOMM_ADVERTISE_ADDR");
-      address = startRendezvous(self, work, o.tls, host, "", &server);
+      address = startRendezvous(self, work, o.tls, o.leaseMs, host, "", &server);
     }
     if (address.empty()) {
       std::cerr << "ftcomm-run: the rendezvous server (ftcomm-rendezvous) did not start\n";

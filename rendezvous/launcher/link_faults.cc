@@ -1,5 +1,7 @@
 #include "rendezvous/launcher/link_faults.h"
 
+#include <time.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -38,11 +40,17 @@ void LinkFaults::poll() {
     if (action == "cut-link" && restoreMs > 0) {
       restores_.push_back({host, now + std::chrono::milliseconds(restoreMs)});
     }
-    if (action == "silent") {
+    if (action == "silent" || action == "kill-host") {
       const int killed = hosts_.killRanks(host);
-      std::cerr << "ftcomm-run: host " << host << " went silent: " << killed
-                << " ranks killed behind its cut link" << std::endl;
+      std::cerr << "ftcomm-run: host " << host
+                << (action == "silent" ? " went silent: " : " lost: ") << killed << " ranks killed"
+                << (action == "silent" ? " behind its cut link" : "") << std::endl;
     }
+    timespec acted{};
+    ::clock_gettime(CLOCK_MONOTONIC, &acted);
+    std::cerr << "ftcomm-run: " << action << " of host " << host << " done at "
+              << static_cast<long long>(acted.tv_sec) * 1'000'000'000 + acted.tv_nsec << " ns"
+              << std::endl;
     std::ofstream(fs::path(folder_) / ("done." + rank)) << action << "\n";
   }
 }

@@ -6,6 +6,9 @@
 //                after MS ms unless MS is 0; the control link stays up, so mpirun keeps the job
 //   silent       the data link goes down, then every rank of the host is killed (SIGKILL), its
 //                daemon spared: the host dies without closing a connection
+//   kill-host    every rank of the host is killed at once, the link left up
+// Each act is logged on stderr with its CLOCK_MONOTONIC time in nanoseconds ("at NS"), which
+// ftcomm-bench-recovery measures from.
 #pragma once
 
 #include <chrono>

@@ -5,6 +5,7 @@
 # - the traffic between hosts crosses the data link, not the control link;
 # - the demo survives a killed rank on 2 hosts, and the hosts' dumps are gathered into one folder;
 # - the steps for real hosts (ftcomm-run --hostfile) work across the simulated network;
+# - ftcomm-bench-recovery measures a lost host, killed or silent;
 # - bad input (--nodes not dividing -np, a shape tc refuses, an unknown FTCOMM_SOCKET_IFNAME) is a
 #   clear error; a start sweeps the namespaces of a killed run; no run leaves any behind.
 # Exits 77 (skipped) with ftcomm-run's reason where namespaces cannot be made.
@@ -102,6 +103,13 @@ wait "$holder" 2>/dev/null || true
 [ "$(grep -c '^RESULT rank=[0-3] OK' real.log)" -eq 4 ] || { cat real.log; fail "--hostfile run"; }
 grep -q "rendezvous 10.20.0.1:" real.log || { cat real.log; fail "rendezvous not advertised"; }
 echo "real-host steps: --hostfile, FTCOMM_ADVERTISE_ADDR and FTCOMM_SOCKET_IFNAME across 2 hosts"
+
+# ftcomm-bench-recovery's lost hosts: each trial must end with every survivor in the new epoch.
+for how in "" --silent; do
+  timeout 300 "$bin/ftcomm-bench-recovery" --nodes 2 --node-loss $how --ranks 4 --trials 1 \
+    --lease-ms 1000 >recovery.log 2>&1 || { cat recovery.log; fail "recovery bench ${how:-kill}"; }
+  grep "median" recovery.log
+done
 
 expect_error() {  # WHAT CODE PATTERN ARGS...
   local what=$1 code=$2 pattern=$3 rc=0
