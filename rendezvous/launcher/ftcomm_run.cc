@@ -107,24 +107,22 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage(flag + " needs a value");
       return argv[++i];
     };
+    // The flag's value as a whole number in lo..hi; `what` names it in the complaint.
+    auto number = [&](long lo, long hi, const std::string& what) {
+      const std::string v = value();
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < lo || n > hi) {
+        usage(flag + " wants " + what + " in " + std::to_string(lo) + ".." + std::to_string(hi));
+      }
+      return static_cast<int>(n);
+    };
     if (flag == "-np" || flag == "-n") {
-      const std::string v = value();
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (*end != '\0' || n < 1 || n > 4096) usage("-np wants a number of ranks in 1..4096");
-      o.ranks = static_cast<int>(n);
+      o.ranks = number(1, 4096, "a number of ranks");
     } else if (flag == "--nodes") {
-      const std::string v = value();
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (*end != '\0' || n < 1 || n > 200) usage("--nodes wants a number of hosts in 1..200");
-      o.nodes = static_cast<int>(n);
+      o.nodes = number(1, 200, "a number of hosts");
     } else if (flag == "--lease-ms") {
-      const std::string v = value();
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (*end != '\0' || n < 10 || n > 600000) usage("--lease-ms wants 10..600000");
-      o.leaseMs = static_cast<int>(n);
+      o.leaseMs = number(10, 600000, "milliseconds");
     } else if (flag == "--hostfile") {
       o.hostfile = value();
     } else if (flag == "--shape") {
