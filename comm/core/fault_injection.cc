@@ -39,9 +39,11 @@ bool parseNumber(const std::string& text, long long lo, long long hi, long long*
 }
 
 Status bad(const std::string& spec, const std::string& why) {
-  return invalidArgument("FTCOMM_FAULT: '" + spec + "': " + why +
-                         " (SPEC = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|"
-                         "exit:CODE|cut-link[:MS]|silent|kill-host; several separated by ';')");
+  return invalidArgument(
+      "FTCOMM_FAULT: '" + spec + "': " + why +
+      " (SPEC = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|"
+      "exit:CODE|cut-link[:MS]|silent|kill-host|cut-rendezvous:MS; several separated by "
+      "';')");
 }
 
 const char* actionName(FaultInjector::Action action) {
@@ -64,6 +66,8 @@ const char* actionName(FaultInjector::Action action) {
       return "silent";
     case FaultInjector::Action::kKillHost:
       return "kill-host";
+    case FaultInjector::Action::kCutRendezvous:
+      return "cut-rendezvous";
   }
   return "?";
 }
@@ -139,20 +143,25 @@ Result<std::vector<FaultInjector::Spec>> FaultInjector::parse(const std::string&
           if (!parseNumber(arg, 0, 3600000, &n)) return bad(spec, "delay wants :MS (0..3600000)");
           s.action = Action::kDelay;
           s.argument = static_cast<int>(n);
-        } else if (verb == "cut-link" || verb == "silent" || verb == "kill-host") {
+        } else if (verb == "cut-link" || verb == "silent" || verb == "kill-host" ||
+                   verb == "cut-rendezvous") {
           const char* control = std::getenv("FTCOMM_RUN_CONTROL");
           if (control == nullptr || *control == '\0') {
             return bad(spec,
                        "'" + verb + "' acts on a simulated host: run under ftcomm-run --nodes");
           }
-          if (verb != "cut-link" && !arg.empty())
-            return bad(spec, "'" + verb + "' takes no argument");
-          if (!arg.empty() && !parseNumber(arg, 1, 3600000, &n)) {
-            return bad(spec, "cut-link's restore wants :MS (1..3600000)");
+          const bool timed = verb == "cut-link" || verb == "cut-rendezvous";
+          if (!timed && !arg.empty()) return bad(spec, "'" + verb + "' takes no argument");
+          if (verb == "cut-rendezvous" && arg.empty()) {
+            return bad(spec, "'cut-rendezvous' needs :MS, how long the cut lasts");
           }
-          s.action = verb == "silent"      ? Action::kSilent
-                     : verb == "kill-host" ? Action::kKillHost
-                                           : Action::kCutLink;
+          if (!arg.empty() && !parseNumber(arg, 1, 3600000, &n)) {
+            return bad(spec, "'" + verb + "' wants :MS (1..3600000)");
+          }
+          s.action = verb == "silent"           ? Action::kSilent
+                     : verb == "kill-host"      ? Action::kKillHost
+                     : verb == "cut-rendezvous" ? Action::kCutRendezvous
+                                                : Action::kCutLink;
           s.argument = arg.empty() ? 0 : static_cast<int>(n);
         } else if (verb == "exit") {
           if (!parseNumber(arg, 0, 255, &n)) return bad(spec, "exit wants :CODE (0..255)");
@@ -162,7 +171,7 @@ Result<std::vector<FaultInjector::Spec>> FaultInjector::parse(const std::string&
           return bad(spec, "unknown action '" + value + "'");
         }
         const bool optional = s.action == Action::kCutLink || s.action == Action::kSilent ||
-                              s.action == Action::kKillHost;
+                              s.action == Action::kKillHost || s.action == Action::kCutRendezvous;
         if (!optional && (s.action == Action::kDelay || s.action == Action::kExit) != !arg.empty())
           return bad(spec, "'" + verb + "' " + (arg.empty() ? "needs" : "takes no") + " argument");
       } else {
@@ -248,6 +257,9 @@ void FaultInjector::at(const std::string& op, int launchRank, std::uint64_t comm
       break;
     case Action::kKillHost:
       askLauncher("kill-host", launchRank);
+      break;
+    case Action::kCutRendezvous:
+      askLauncher("cut-rendezvous " + std::to_string(fired.argument), launchRank);
       break;
   }
 }

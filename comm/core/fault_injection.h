@@ -2,7 +2,7 @@
 //
 //   FTCOMM_FAULT = SPEC[;SPEC...]
 //   SPEC         = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|exit:CODE|
-//                  cut-link[:MS]|silent|kill-host
+//                  cut-link[:MS]|silent|kill-host|cut-rendezvous:MS
 //
 // R is the process's launch rank (mpirun's); OP an operation name in lower case without
 // separators (allreduce, broadcast, alltoall, split, send, reconfigure, ...); S the operation's
@@ -27,6 +27,7 @@
 //   silent         the data link goes down, then the host's ranks are killed: a host that dies
 //                  without closing a connection
 //   kill-host      every rank of the host is killed at once (their sockets close)
+//   cut-rendezvous:MS  the rendezvous's host (the head) loses its data link for MS ms
 //
 // Thread-safety: any thread.
 #pragma once
@@ -52,14 +53,15 @@ class FaultInjector {
     kExit,
     kCutLink,
     kSilent,
-    kKillHost
+    kKillHost,
+    kCutRendezvous
   };
   struct Spec {
     int rank = -1;
     std::string op;
     std::uint64_t seq = 0;
     Action action = Action::kKill;
-    int argument = 0;  // delay's milliseconds, exit's code, cut-link's restore (0: never)
+    int argument = 0;  // delay's or a cut's milliseconds (cut-link: 0 for ever), exit's code
     bool fired = false;
   };
 

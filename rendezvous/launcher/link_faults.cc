@@ -9,6 +9,14 @@
 
 namespace ftcomm::launcher {
 
+namespace {
+
+std::string hostName(int host) {
+  return host < 0 ? std::string("the head (the rendezvous)") : "host " + std::to_string(host);
+}
+
+}  // namespace
+
 void LinkFaults::poll() {
   namespace fs = std::filesystem;
   const auto now = std::chrono::steady_clock::now();
@@ -18,7 +26,7 @@ void LinkFaults::poll() {
       continue;
     }
     hosts_.setDataLink(it->host, true);
-    std::cerr << "ftcomm-run: host " << it->host << "'s data link is back up" << std::endl;
+    std::cerr << "ftcomm-run: " << hostName(it->host) << ": data link back up" << std::endl;
     it = restores_.erase(it);
   }
   std::error_code ec;
@@ -31,13 +39,14 @@ void LinkFaults::poll() {
     long restoreMs = 0;
     in >> action >> restoreMs;
     fs::remove(entry.path(), ec);
-    const int host = std::atoi(rank.c_str()) / ranksPerHost_;
-    if (action == "cut-link" || action == "silent") {
+    // The head, where the rendezvous runs, is host -1.
+    const int host = action == "cut-rendezvous" ? -1 : std::atoi(rank.c_str()) / ranksPerHost_;
+    if (action == "cut-link" || action == "silent" || action == "cut-rendezvous") {
       hosts_.setDataLink(host, false);
-      std::cerr << "ftcomm-run: rank " << rank << " asked: host " << host << "'s data link is cut"
+      std::cerr << "ftcomm-run: rank " << rank << " asked: " << hostName(host) << ": data link cut"
                 << std::endl;
     }
-    if (action == "cut-link" && restoreMs > 0) {
+    if ((action == "cut-link" || action == "cut-rendezvous") && restoreMs > 0) {
       restores_.push_back({host, now + std::chrono::milliseconds(restoreMs)});
     }
     if (action == "silent" || action == "kill-host") {
@@ -48,7 +57,7 @@ void LinkFaults::poll() {
     }
     timespec acted{};
     ::clock_gettime(CLOCK_MONOTONIC, &acted);
-    std::cerr << "ftcomm-run: " << action << " of host " << host << " done at "
+    std::cerr << "ftcomm-run: " << action << " of " << hostName(host) << " done at "
               << static_cast<long long>(acted.tv_sec) * 1'000'000'000 + acted.tv_nsec << " ns"
               << std::endl;
     std::ofstream(fs::path(folder_) / ("done." + rank)) << action << "\n";

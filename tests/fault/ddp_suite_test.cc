@@ -89,6 +89,16 @@ const std::vector<Row> kTable = {
      {},
      2,
      "ranks 0:exit 0 1:exit 0 2:exit 0 3:exit 0"},
+    // The rendezvous's own data link cut for less than a lease: heartbeats and the watch stream
+    // stall, and nobody is declared dead.
+    {"the rendezvous's host cut off for less than a lease (no false failure)",
+     4,
+     {"rank=0,op=allreduce,seq=43,action=cut-rendezvous:700"},
+     "4",
+     -1,
+     {},
+     2,
+     "ranks 0:exit 0 1:exit 0 2:exit 0 3:exit 0"},
     {"a silent host: link cut, then its ranks killed",
      4,
      {"rank=3,op=allreduce,seq=43,action=silent"},
