@@ -18,11 +18,13 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 
-# ftcomm-run with a deadline, output in LOG; fails the test if the run left namespaces behind.
+# ftcomm-run with a deadline, stdout in LOG and stderr in LOG.err (apart: mpirun forwards the
+# ranks' two streams as they come, and a line of one may land inside a line of the other);
+# fails the test if the run left namespaces behind.
 run() {  # LOG ARGS...
   local log=$1 rc=0
   shift
-  timeout 300 "$bin/ftcomm-run" "$@" >"$log" 2>&1 &
+  timeout 300 "$bin/ftcomm-run" "$@" >"$log" 2>"$log.err" &
   local pid=$!
   wait "$pid" || rc=$?
   local left
@@ -36,12 +38,12 @@ place='echo "PLACE $OMPI_COMM_WORLD_RANK $(hostname) $(readlink /proc/self/ns/ip
 place+=' $(stat -c %d /dev/shm)"'
 run place.log --nodes 2 -np 4 -- sh -c "$place" || rc=$?
 if [ "$rc" -eq 77 ]; then
-  grep "no simulated hosts" place.log || cat place.log
+  grep "no simulated hosts" place.log.err || cat place.log.err
   exit 77
 fi
-[ "$rc" -eq 0 ] || { cat place.log; fail "the placement run exited $rc"; }
+[ "$rc" -eq 0 ] || { cat place.log place.log.err; fail "the placement run exited $rc"; }
 for r in 0 1 2 3; do
-  grep -q "^PLACE $r " place.log || { cat place.log; fail "rank $r did not run"; }
+  grep -q "^PLACE $r " place.log || { cat place.log place.log.err; fail "rank $r did not run"; }
 done
 field() { grep "^PLACE $1 " place.log | cut -d' ' -f"$2"; }
 for f in 3 4 5; do  # hostname, IPC namespace, /dev/shm's device
@@ -53,9 +55,9 @@ done
 echo "placement: 2 ranks per host, each host with its own hostname, IPC namespace and /dev/shm"
 
 run collectives.log --nodes 2 -np 4 -- "$bin/ftcomm-test-comm" --scenario collectives ||
-  { cat collectives.log; fail "the collectives run failed"; }
+  { cat collectives.log collectives.log.err; fail "the collectives run failed"; }
 [ "$(grep -c '^RESULT rank=[0-3] OK' collectives.log)" -eq 4 ] ||
-  { cat collectives.log; fail "not every rank checked every collective"; }
+  { cat collectives.log collectives.log.err; fail "not every rank checked every collective"; }
 echo "collectives: every one correct at 2 hosts x 2 ranks"
 
 # Each rank's host counts what its interfaces sent while 8 allreduces of 16 MiB ran.
@@ -64,7 +66,7 @@ run traffic.log --nodes 2 -np 2 -- sh -c "set -- \$($counters); d=\$1 c=\$2;
   '$bin/ftcomm-bench' --op allreduce --min-bytes 16M --max-bytes 16M --iters 4 --rounds 2 \
     >/dev/null || exit 1
   set -- \$($counters); echo TRAFFIC \$OMPI_COMM_WORLD_RANK \$((\$1 - d)) \$((\$2 - c))" ||
-  { cat traffic.log; fail "the traffic run failed"; }
+  { cat traffic.log traffic.log.err; fail "the traffic run failed"; }
 for r in 0 1; do
   read -r data control < <(grep "^TRAFFIC $r " traffic.log | cut -d' ' -f3-)
   # A 2-rank allreduce sends half of the buffer each way: 8 calls x 8 MiB at least.
@@ -96,12 +98,13 @@ timeout 300 ip netns exec "ftc-$holder-head" env FTCOMM_ADVERTISE_ADDR=10.20.0.1
   OMPI_MCA_plm_rsh_agent="$bin/ftcomm-run --host-agent ftc-$holder $work/real-work" \
   OMPI_MCA_plm_rsh_no_tree_spawn=1 \
   "$bin/ftcomm-run" --hostfile real-hosts -np 4 -- "$bin/ftcomm-test-comm" --scenario collectives \
-  >real.log 2>&1 || rc=$?
+  >real.log 2>real.log.err || rc=$?
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
-[ "$rc" -eq 0 ] || { cat real.log; fail "ftcomm-run --hostfile exited $rc"; }
-[ "$(grep -c '^RESULT rank=[0-3] OK' real.log)" -eq 4 ] || { cat real.log; fail "--hostfile run"; }
-grep -q "rendezvous 10.20.0.1:" real.log || { cat real.log; fail "rendezvous not advertised"; }
+[ "$rc" -eq 0 ] || { cat real.log real.log.err; fail "ftcomm-run --hostfile exited $rc"; }
+[ "$(grep -c '^RESULT rank=[0-3] OK' real.log)" -eq 4 ] ||
+  { cat real.log real.log.err; fail "--hostfile run"; }
+grep -q "rendezvous 10.20.0.1:" real.log.err || { cat real.log.err; fail "rendezvous not advertised"; }
 echo "real-host steps: --hostfile, FTCOMM_ADVERTISE_ADDR and FTCOMM_SOCKET_IFNAME across 2 hosts"
 
 # ftcomm-bench-recovery's lost hosts: each trial must end with every survivor in the new epoch.
@@ -115,8 +118,8 @@ expect_error() {  # WHAT CODE PATTERN ARGS...
   local what=$1 code=$2 pattern=$3 rc=0
   shift 3
   run error.log "$@" || rc=$?
-  [ "$rc" -eq "$code" ] || { cat error.log; fail "$what: exit $rc, not $code"; }
-  grep -q -- "$pattern" error.log || { cat error.log; fail "$what does not say '$pattern'"; }
+  [ "$rc" -eq "$code" ] || { cat error.log.err; fail "$what: exit $rc, not $code"; }
+  grep -q -- "$pattern" error.log.err || { cat error.log.err; fail "$what does not say '$pattern'"; }
   echo "refused: $what"
 }
 expect_error "3 hosts for 4 ranks" 2 "does not divide" --nodes 3 -np 4 -- true
@@ -125,8 +128,8 @@ expect_error "a shape tc refuses" 2 "tc could not shape" --nodes 1 -np 1 --shape
 expect_error "--shape without --nodes" 2 "add --nodes" -np 1 --shape "rate 1gbit" -- true
 FTCOMM_SOCKET_IFNAME=nosuch0 run ifname.log -np 1 -- "$bin/ftcomm-test-comm" --scenario short ||
   true
-grep -q "FTCOMM_SOCKET_IFNAME=nosuch0: no interface of that name" ifname.log ||
-  { cat ifname.log; fail "an unknown FTCOMM_SOCKET_IFNAME is not named"; }
+grep -q "FTCOMM_SOCKET_IFNAME=nosuch0: no interface of that name" ifname.log ifname.log.err ||
+  { cat ifname.log ifname.log.err; fail "an unknown FTCOMM_SOCKET_IFNAME is not named"; }
 echo "refused: an unknown FTCOMM_SOCKET_IFNAME"
 
 # A killed run's namespaces: its owner's pid is gone, so the next start deletes them.
@@ -134,7 +137,7 @@ sleep 0 &
 dead=$!
 wait "$dead"
 ip netns add "ftc-$dead-h0"
-run sweep.log --nodes 1 -np 1 -- true || { cat sweep.log; fail "the sweeping run failed"; }
+run sweep.log --nodes 1 -np 1 -- true || { cat sweep.log.err; fail "the sweeping run failed"; }
 [ ! -e "/run/netns/ftc-$dead-h0" ] || { ip netns delete "ftc-$dead-h0"; fail "not swept"; }
 echo "sweep: a dead run's namespace was deleted by the next start"
 echo "PASS"
