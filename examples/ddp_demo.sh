@@ -17,8 +17,10 @@ cd "$work"
 fault="rank=2,op=allreduce,seq=83,action=kill"
 read -r -a run_flags <<<"${FTCOMM_RUN_FLAGS:-}"
 echo "== ftcomm-run -np 4 ${run_flags[*]} --fault $fault -- ddp_train --steps 60"
-"$bin/ftcomm-run" -np 4 "${run_flags[@]}" --fault "$fault" -- "$bin/ddp_train" --steps 60 2>&1 \
-  | grep -v "PMIX ERROR: BAD-PARAM" | tee out.log
+# The ranks' stdout (the training log, checked below) apart from stderr: mpirun forwards the two
+# as they come, and a line of one could land inside a line of the other.
+"$bin/ftcomm-run" -np 4 "${run_flags[@]}" --fault "$fault" -- "$bin/ddp_train" --steps 60 \
+  2> >(grep --line-buffered -v "PMIX ERROR: BAD-PARAM" >&2) | tee out.log
 echo
 echo "== ftcomm-fr analyze ftcomm-fr/"
 "$bin/ftcomm-fr" analyze ftcomm-fr/ | tee analysis.log || true
