@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Simulated hosts, `ftcomm-run --nodes K`, with real namespaces, mpirun and UCX:
 # - ranks are placed N/K per host, and each host has its own hostname, IPC namespace and /dev/shm;
-# - every collective is correct at 2 hosts x 2 ranks (shared memory inside a host, UCX between);
+# - every collective is correct at 2 x 2 and 4 x 2 (shared memory inside a host, UCX between);
 # - the traffic between hosts crosses the data link, not the control link;
 # - the demo survives a killed rank on 2 hosts, and the hosts' dumps are gathered into one folder;
 # - the steps for real hosts (ftcomm-run --hostfile) work across the simulated network;
@@ -59,6 +59,11 @@ run collectives.log --nodes 2 -np 4 -- "$bin/ftcomm-test-comm" --scenario collec
 [ "$(grep -c '^RESULT rank=[0-3] OK' collectives.log)" -eq 4 ] ||
   { cat collectives.log collectives.log.err; fail "not every rank checked every collective"; }
 echo "collectives: every one correct at 2 hosts x 2 ranks"
+run collectives8.log --nodes 4 -np 8 -- "$bin/ftcomm-test-comm" --scenario collectives ||
+  { cat collectives8.log collectives8.log.err; fail "the 4 x 2 collectives run failed"; }
+[ "$(grep -c '^RESULT rank=[0-7] OK' collectives8.log)" -eq 8 ] ||
+  { cat collectives8.log collectives8.log.err; fail "not every rank of 4 x 2 checked everything"; }
+echo "collectives: every one correct at 4 hosts x 2 ranks"
 
 # Each rank's host counts what its interfaces sent while 8 allreduces of 16 MiB ran.
 counters='cat /sys/class/net/data0/statistics/tx_bytes /sys/class/net/ctl0/statistics/tx_bytes'
