@@ -33,6 +33,9 @@ struct CollectiveArgs {
   std::span<const std::size_t> sendCounts, sendDispls, recvCounts, recvDispls;
   // Pipelined algorithms (ring allreduce): bytes per segment; 0 for the algorithm's default.
   std::size_t segmentBytes = 0;
+  // The node-aware algorithms: each rank's host, as an index (empty: unknown). Owned by the
+  // communicator's state, which outlives the task.
+  std::span<const int> hosts;
 };
 
 class CollectiveTask {

@@ -13,6 +13,8 @@ std::unique_ptr<CollectiveTask> makeRingAllReduce(transport::Transport& transpor
                                                   const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeRecursiveDoublingAllReduce(transport::Transport& transport,
                                                                const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeHierarchicalAllReduce(transport::Transport& transport,
+                                                          const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeRabenseifnerAllReduce(transport::Transport& transport,
                                                           const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeBruckAllGather(transport::Transport& transport,

@@ -15,6 +15,14 @@ Result<Path> choosePath(const tuning::PlanTable& plan, const PathQuery& q) {
         detail::inlineChunking(plan, q.collective, q.count, q.dtype, q.ranks, q.peersReadable);
     if (path.chunking.chunks > 0) return path;
   }
+  // Across hosts with several members on a host, the node-aware allreduce unless the profile
+  // turns it off (`set node_aware off`).
+  if (q.spansHosts && q.collective == Collective::kAllReduce && plan.settings().nodeAware) {
+    if (const AlgorithmInfo* hierarchical = findAlgorithm(q.collective, "hierarchical")) {
+      path.algorithm = hierarchical;
+      return path;
+    }
+  }
   // A band of the message way takes the algorithm it names, or the registry's default among
   // those that send messages; any other band (the direct way, or an inline one where there are
   // no slots) the registry's default, which reads the peers' buffers where it can.

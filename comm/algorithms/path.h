@@ -31,6 +31,8 @@ struct PathQuery {
   bool peersReadable = false;  // the transport reads every peer's memory
   bool hasInline = false;      // the communicator has inline slots on every member
   bool forced = false;         // FTCOMM_ALGO_<COLLECTIVE> names this collective's algorithm
+  // The members are on several hosts, and some host has more than one of them.
+  bool spansHosts = false;
 };
 
 Result<Path> choosePath(const tuning::PlanTable& plan, const PathQuery& query);

@@ -22,6 +22,10 @@ const std::array kAlgorithms{
                   "reduce-scatter by recursive halving, allgather by recursive doubling; "
                   "2 log2(n) steps, bandwidth-efficient",
                   &makeRabenseifnerAllReduce},
+    AlgorithmInfo{Collective::kAllReduce, "hierarchical",
+                  "reduce to each host's first member, allreduce among those across hosts, "
+                  "broadcast within each host: one vector per host crosses the network",
+                  &makeHierarchicalAllReduce},
     AlgorithmInfo{Collective::kBroadcast, "binomial",
                   "binomial tree from the root; ceil(log2 n) steps", &makeBinomialBroadcast},
     AlgorithmInfo{Collective::kAllGather, "ring",

@@ -1,9 +1,12 @@
 #include "core/epoch.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "algorithms/direct/staging.h"
@@ -87,6 +90,21 @@ Result<std::shared_ptr<shm::ShmDomain>> connectDomain(const WorldIdentity& world
     if (m != domain->rank() && domain->local(m)) return domain;
   }
   return required ? domain : nullptr;
+}
+
+// CommState::hosts and spansHosts from the members' offers.
+void assignHosts(CommState& state, const std::vector<std::optional<shm::ShmOffer>>& offers) {
+  std::map<std::string, int> index;
+  std::vector<int> members;
+  for (std::size_t m = 0; m < offers.size(); ++m) {
+    const std::string key = offers[m] ? offers[m]->host : "no offer from rank " + std::to_string(m);
+    const auto [it, added] = index.emplace(key, static_cast<int>(index.size()));
+    state.hosts.push_back(it->second);
+    if (added) members.push_back(0);
+    ++members[static_cast<std::size_t>(it->second)];
+  }
+  state.spansHosts = members.size() > 1 &&
+                     std::any_of(members.begin(), members.end(), [](int n) { return n > 1; });
 }
 
 // One message between every pair, so that every endpoint is wired up before the epoch is used.
@@ -206,6 +224,7 @@ Result<std::shared_ptr<CommState>> connectEpoch(const WorldIdentity& world,
   if (!connected.ok()) return connected.status();
   state->shm = std::move(connected).value();
   for (int r = 0; r < state->size; ++r) state->shmMembers.push_back(r);
+  assignHosts(*state, published->offers);
   {
     std::lock_guard<std::mutex> lock(world.engine->mutex());
     auto transport = makeTransportLocked(*world.engine, state->shm, state->shmMembers, state->rank,

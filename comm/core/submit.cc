@@ -87,6 +87,7 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
     query.peersReadable = comm->peersReadable;
     query.hasInline = comm->inlineGroup != nullptr;
     query.forced = (comm->forcedAlgorithms & (1u << static_cast<unsigned>(call.collective))) != 0;
+    query.spansHosts = comm->spansHosts;
     auto path = algorithms::choosePath(*comm->tuning, query);
     if (path.ok()) {
       chunking = path->chunking;
@@ -144,6 +145,7 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
     call.args.recvDispls = span(3);
   }
   call.args.tag = transport::MessageTag(comm->channel, collectiveSlot(seq), signature);
+  call.args.hosts = comm->hosts;
   op->task = algorithm->make(*comm->transport, call.args);
   Work work(op->work);
   comm->engine->startLocked(std::move(op));

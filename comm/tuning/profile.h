@@ -107,6 +107,9 @@ struct Settings {
   // then surfaces at the root's next use of the slot. Its next post first checks the peers'
   // posts of the round before, a wait the members' exchange otherwise hides.
   bool rootReturnsAtPost = false;
+  // A communicator whose members span hosts, with several on some host, allreduces node-aware
+  // (algorithms "hierarchical"): within each host over shared memory, across hosts once per host.
+  bool nodeAware = true;
   // Bulk copies (transport/copy_bytes.h): from `copyLoopFrom` the AVX2 loop instead of memcpy,
   // from `copyAroundCacheFrom` (and within a larger move from `copyPartAroundCacheFrom`) stores
   // around the cache, from `copyPiecesFrom` memcpy in 512 KiB pieces. kUnbounded: never.

@@ -157,6 +157,7 @@ const std::array kSettings{
     bytesSetting<&Settings::callerBytes, false>("caller_bytes"),
     enumSetting<&Settings::callerOnly, kSwitches>("caller_only"),
     enumSetting<&Settings::rootReturnsAtPost, kSwitches>("root_returns_at_post"),
+    enumSetting<&Settings::nodeAware, kSwitches>("node_aware"),
     bytesSetting<&Settings::copyLoopFrom, true>("copy_loop_from"),
     bytesSetting<&Settings::copyAroundCacheFrom, true>("copy_around_cache_from"),
     bytesSetting<&Settings::copyPartAroundCacheFrom, true>("copy_part_around_cache_from"),

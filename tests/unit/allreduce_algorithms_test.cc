@@ -25,7 +25,7 @@ T inputOf(int rank, std::size_t i) {
 template <typename T>
 void checkAllReduce(const AlgorithmInfo& algorithm, DataType type, ReduceOp op, int ranks,
                     std::size_t count, bool inPlace, std::size_t segmentBytes = 0,
-                    bool mappedPeers = false) {
+                    bool mappedPeers = false, const std::vector<int>& hosts = {}) {
   LocalFabric fabric(ranks, mappedPeers);
   std::vector<std::vector<T>> in(static_cast<std::size_t>(ranks)), out(in.size());
   std::vector<std::unique_ptr<CollectiveTask>> tasks;
@@ -42,11 +42,13 @@ void checkAllReduce(const AlgorithmInfo& algorithm, DataType type, ReduceOp op, 
     args.send = inPlace ? args.recv : mine.data();
     args.tag = {7, 42};
     args.segmentBytes = segmentBytes;
+    args.hosts = hosts;
     tasks.push_back(algorithm.make(fabric.transport(r), args));
   }
-  INFO(algorithm.name << " " << dataTypeName(type) << " " << reduceOpName(op) << " ranks=" << ranks
-                      << " count=" << count << (inPlace ? " in place" : "")
-                      << " segment=" << segmentBytes << (mappedPeers ? " mapped" : ""));
+  INFO(algorithm.name << " hosts=" << hosts.size() << " " << dataTypeName(type) << " "
+                      << reduceOpName(op) << " ranks=" << ranks << " count=" << count
+                      << (inPlace ? " in place" : "") << " segment=" << segmentBytes
+                      << (mappedPeers ? " mapped" : ""));
   Status status = runAll(fabric, tasks);
   REQUIRE(status.toString() == "OK");
   // The reference: rank 0's input folded with each other rank's, in rank order.
@@ -85,6 +87,30 @@ TEST_CASE("every allreduce algorithm matches the reference on 1 to 8 ranks") {
       checkAllReduce<double>(algorithm, DataType::kFloat64, ReduceOp::kMin, ranks, 513, false);
       checkAllReduce<float>(algorithm, DataType::kFloat32, ReduceOp::kAvg, ranks, 4096, false);
     }
+  }
+}
+
+TEST_CASE("the hierarchical allreduce matches the reference with the ranks spread over hosts") {
+  const AlgorithmInfo* hierarchical = findAlgorithm(Collective::kAllReduce, "hierarchical");
+  REQUIRE(hierarchical != nullptr);
+  // Blocks of hosts, interleaved hosts, uneven hosts, one host, every rank a host of its own.
+  const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1},      {0, 1, 0, 1},
+                                                 {0, 0, 0, 1, 1},   {5, 5, 5, 5},
+                                                 {0, 1, 2},         {0, 0, 1, 1, 2, 2, 3, 3},
+                                                 {3, 1, 3, 1, 2, 2}};
+  for (const auto& hosts : layouts) {
+    const int ranks = static_cast<int>(hosts.size());
+    for (std::size_t count :
+         {std::size_t{0}, std::size_t{1}, std::size_t{1023}, std::size_t{100003}}) {
+      for (bool inPlace : {false, true}) {
+        checkAllReduce<std::int32_t>(*hierarchical, DataType::kInt32, ReduceOp::kSum, ranks, count,
+                                     inPlace, 0, false, hosts);
+      }
+    }
+    checkAllReduce<float>(*hierarchical, DataType::kFloat32, ReduceOp::kAvg, ranks, 4096, false, 0,
+                          false, hosts);
+    checkAllReduce<std::int64_t>(*hierarchical, DataType::kInt64, ReduceOp::kMax, ranks, 513, true,
+                                 0, false, hosts);
   }
 }
 

@@ -83,7 +83,7 @@ TEST_CASE("path: a message band takes the algorithm its rule names") {
 TEST_CASE("path: a rule's algorithm is checked when the file is read, naming the line") {
   CHECK(errorOf("allreduce 2 * message algorithm=bogus\n") ==
         "t.rules:2: 'bogus' is not a message algorithm of allreduce; known: ring "
-        "recursive_doubling rabenseifner");
+        "recursive_doubling rabenseifner hierarchical");
   CHECK(errorOf("allreduce 2 * message algorithm=direct\n")
             .rfind("t.rules:2: 'direct' is not a message algorithm of allreduce", 0) == 0);
   CHECK(errorOf("* 2 * message algorithm=ring\n") ==
@@ -102,4 +102,27 @@ TEST_CASE("path: a named algorithm survives the text members agree on") {
   REQUIRE(again.ok());
   CHECK(tuning::serialize(*again) == text);
   CHECK(tuning::profileHash(*again) == tuning::profileHash(*profile));
+}
+
+TEST_CASE("path: across hosts the allreduce is node-aware unless the profile turns it off") {
+  auto query = allreduce(std::size_t{4} << 20, false, false);
+  query.ranks = 4;
+  query.spansHosts = true;
+  auto path = algorithms::choosePath(tableOf("* * * direct\n", 4), query);
+  REQUIRE(path.ok());
+  REQUIRE(path->algorithm != nullptr);
+  CHECK(path->algorithm->name == "hierarchical");
+  path = algorithms::choosePath(tableOf("set node_aware off\n* * * direct\n", 4), query);
+  REQUIRE(path.ok());
+  REQUIRE(path->algorithm != nullptr);
+  CHECK(path->algorithm->name != "hierarchical");
+  // Other collectives, and a communicator on one host, keep their choices.
+  query.collective = Collective::kBroadcast;
+  path = algorithms::choosePath(tableOf("* * * direct\n", 4), query);
+  REQUIRE(path.ok());
+  CHECK(path->algorithm->name != "hierarchical");
+  query = allreduce(std::size_t{4} << 20, false, false);
+  path = algorithms::choosePath(tableOf("* * * direct\n", 2), query);
+  REQUIRE(path.ok());
+  CHECK(path->algorithm->name != "hierarchical");
 }
