@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Simulated hosts, `ftcomm-run --nodes K`, with real namespaces, mpirun and UCX:
 # - ranks are placed N/K per host, and each host has its own hostname, IPC namespace and /dev/shm;
-# - every collective is correct at 2 x 2 and 4 x 2 (shared memory inside a host, UCX between);
+# - every collective is correct at 2 x 2 and 4 x 2 (shared memory inside a host, UCX between),
+#   and the allreduces across hosts are node-aware;
 # - the traffic between hosts crosses the data link, not the control link;
 # - the demo survives a killed rank on 2 hosts, and the hosts' dumps are gathered into one folder;
 # - the steps for real hosts (ftcomm-run --hostfile) work across the simulated network;
@@ -54,11 +55,16 @@ done
 [ "$(field 0 5)" != "$(stat -c %d /dev/shm)" ] || fail "host 0 sees this machine's /dev/shm"
 echo "placement: 2 ranks per host, each host with its own hostname, IPC namespace and /dev/shm"
 
-run collectives.log --nodes 2 -np 4 -- "$bin/ftcomm-test-comm" --scenario collectives ||
+FTCOMM_FR_DIR=$work/fr-collectives run collectives.log --nodes 2 -np 4 -- \
+  "$bin/ftcomm-test-comm" --scenario collectives ||
   { cat collectives.log collectives.log.err; fail "the collectives run failed"; }
 [ "$(grep -c '^RESULT rank=[0-3] OK' collectives.log)" -eq 4 ] ||
   { cat collectives.log collectives.log.err; fail "not every rank checked every collective"; }
-echo "collectives: every one correct at 2 hosts x 2 ranks"
+# Each rank's exit-0 dump holds its last operations: the world's allreduces went node-aware.
+dump=$(ls "$work"/fr-collectives/*.0.ftfr* | head -1)
+"$bin/ftcomm-fr" show "$dump" | grep -q "all_reduce .* hierarchical" ||
+  { "$bin/ftcomm-fr" show "$dump" | tail -20; fail "no allreduce across hosts was node-aware"; }
+echo "collectives: every one correct at 2 hosts x 2 ranks, allreduce node-aware"
 run collectives8.log --nodes 4 -np 8 -- "$bin/ftcomm-test-comm" --scenario collectives ||
   { cat collectives8.log collectives8.log.err; fail "the 4 x 2 collectives run failed"; }
 [ "$(grep -c '^RESULT rank=[0-7] OK' collectives8.log)" -eq 8 ] ||
