@@ -62,8 +62,9 @@ FTCOMM_FR_DIR=$work/fr-collectives run collectives.log --nodes 2 -np 4 -- \
   { cat collectives.log collectives.log.err; fail "not every rank checked every collective"; }
 # Each rank's exit-0 dump holds its last operations: the world's allreduces went node-aware.
 dump=$(ls "$work"/fr-collectives/*.0.ftfr* | head -1)
-"$bin/ftcomm-fr" show "$dump" | grep -q "all_reduce .* hierarchical" ||
-  { "$bin/ftcomm-fr" show "$dump" | tail -20; fail "no allreduce across hosts was node-aware"; }
+"$bin/ftcomm-fr" show "$dump" >dump.txt || { cat dump.txt; fail "ftcomm-fr show $dump"; }
+grep -q "all_reduce .* hierarchical" dump.txt ||
+  { tail -20 dump.txt; fail "no allreduce across hosts was node-aware"; }
 echo "collectives: every one correct at 2 hosts x 2 ranks, allreduce node-aware"
 run collectives8.log --nodes 4 -np 8 -- "$bin/ftcomm-test-comm" --scenario collectives ||
   { cat collectives8.log collectives8.log.err; fail "the 4 x 2 collectives run failed"; }
