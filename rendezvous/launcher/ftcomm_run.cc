@@ -43,9 +43,11 @@
 #include <thread>
 #include <vector>
 
+#include "rendezvous/launcher/embedded_server.h"
 #include "rendezvous/launcher/host_agent.h"
 #include "rendezvous/launcher/link_faults.h"
 #include "rendezvous/launcher/process.h"
+#include "rendezvous/launcher/rank_wrapper.h"
 #include "rendezvous/launcher/sim_hosts.h"
 
 extern char** environ;
@@ -69,7 +71,7 @@ constexpr const char* kUsage =
     "  --job NAME    the job's name at the server (default: ftcomm-PID)\n"
     "  --fault SPEC  inject a failure: rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|"
     "drop-conn|exit:CODE|\n"
-    "                cut-link[:MS]|silent|kill-host (on the rank's simulated host, with --nodes)\n"
+    "                cut-link[:MS]|silent|kill-host|cut-rendezvous:MS (simulated hosts, --nodes)\n"
     "  --lease-ms L  the lease of the rendezvous it starts (default: the server's, 2000)\n";
 
 [[noreturn]] void usage(const std::string& why) {
@@ -82,6 +84,7 @@ struct Options {
   int nodes = 0;
   std::string shape;
   std::string hostfile;
+  std::string advertise;  // with --hostfile: FTCOMM_ADVERTISE_ADDR, where the server listens
   int leaseMs = 0;
   std::string rendezvous;
   bool tls = false;
@@ -157,15 +160,15 @@ Options parse(int argc, char** argv) {
   if (!o.hostfile.empty()) {
     if (o.nodes > 0) usage("--hostfile names real hosts, --nodes simulated ones: pick one");
     const char* advertise = std::getenv("FTCOMM_ADVERTISE_ADDR");
-    if (o.rendezvous.empty() && (advertise == nullptr || *advertise == '\0')) {
+    o.advertise = advertise != nullptr ? advertise : "";
+    if (o.rendezvous.empty() && o.advertise.empty()) {
       usage(
           "--hostfile: the other hosts must reach the rendezvous: give --rendezvous HOST:PORT, "
           "or set FTCOMM_ADVERTISE_ADDR to this host's address on the data network");
     }
     if (!fs::exists(o.hostfile)) usage("--hostfile " + o.hostfile + ": no such file");
-    if (advertise != nullptr &&
-        std::string(advertise).find_first_not_of("0123456789abcdefABCDEF.:") != std::string::npos) {
-      usage(std::string("FTCOMM_ADVERTISE_ADDR='") + advertise + "' is not an IP address");
+    if (o.advertise.find_first_not_of("0123456789abcdefABCDEF.:") != std::string::npos) {
+      usage("FTCOMM_ADVERTISE_ADDR='" + o.advertise + "' is not an IP address");
     }
   }
   if (o.leaseMs > 0 && !o.rendezvous.empty()) usage("--lease-ms sets the server ftcomm-run starts");
@@ -173,112 +176,6 @@ Options parse(int argc, char** argv) {
     usage("--nodes runs its own rendezvous in the simulated network; drop --rendezvous");
   }
   return o;
-}
-
-// The exit code of a rank that was expelled (FTCOMM_EXIT_ON_EXPEL): the job went on without it.
-constexpr int kExpelled = 75;
-
-volatile sig_atomic_t forwardTo = 0;
-void forward(int sig) {
-  if (forwardTo > 0) ::kill(static_cast<pid_t>(forwardTo), sig);
-}
-
-void forwardSignals(pid_t child) {
-  forwardTo = child;
-  struct sigaction action {};
-  action.sa_handler = forward;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
-
-// One rank: runs the program, tells how it ended, and exits with its exit code, or 0 where it
-// died from a signal or was expelled.
-int rankWrapper(const std::string& statusDir, const std::vector<std::string>& program) {
-  const char* rankText = std::getenv("OMPI_COMM_WORLD_RANK");
-  const std::string rank = rankText != nullptr ? rankText : "?";
-  const pid_t child = spawn(program, true);
-  if (child < 0) {
-    std::cerr << "ftcomm-run: rank " << rank << ": cannot start " << program[0] << std::endl;
-    std::ofstream(statusDir + "/rank." + rank) << "exit 127\n";
-    return 127;
-  }
-  forwardSignals(child);
-  const int status = waitFor(child);
-  std::ofstream(statusDir + "/rank." + rank)
-      << (WIFEXITED(status)
-              ? "exit " + std::to_string(WEXITSTATUS(status))
-              : "signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0))
-      << "\n";
-  std::cerr << "ftcomm-run: rank " << rank << " " << describe(status) << std::endl;
-  // A death or an expulsion is a failure the job may have survived: mpirun must not end the
-  // job over it.
-  if (!WIFEXITED(status) || WEXITSTATUS(status) == kExpelled) return 0;
-  return WEXITSTATUS(status);
-}
-
-// A throwaway CA in `work`, and certificates it signs: the server's (for 127.0.0.1, localhost
-// the simulated hosts' head and `advertised`, if any) and one for the ranks (mutual TLS).
-// openssl's output goes to work/openssl.log.
-bool makeCertificates(const fs::path& work, const std::string& advertised) {
-  const std::string w = work.string();
-  const std::string script =
-      "cd '" + w +
-      "' && exec >openssl.log 2>&1 && "
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ftcomm-run-CA "
-      "-keyout ca.key -out ca.pem && "
-      "openssl req -newkey rsa:2048 -nodes -subj /CN=ftcomm-rendezvous "
-      "-keyout server.key -out server.csr && "
-      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:" +
-      SimulatedHosts::dataAddress(-1) + (advertised.empty() ? "" : ",IP:" + advertised) +
-      "\\nextendedKeyUsage=serverAuth\\n' "
-      ">server.ext && "
-      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
-      "-extfile server.ext -out server.pem && "
-      "openssl req -newkey rsa:2048 -nodes -subj /CN=ftcomm-member -keyout member.key "
-      "-out member.csr && "
-      "printf 'extendedKeyUsage=clientAuth\\n' >member.ext && "
-      "openssl x509 -req -in member.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
-      "-extfile member.ext -out member.pem";
-  // Under coreutils' timeout: a stuck openssl must not hold the launch forever.
-  const pid_t shell = spawn({"timeout", "60", "/bin/sh", "-c", script}, true);
-  return shell > 0 && waitFor(shell) == 0;
-}
-
-// Starts ftcomm-rendezvous on `host` (with TLS: the certificates of makeCertificates), in the
-// network namespace `netns` unless that is empty; its address, or "" on failure.
-std::string startRendezvous(const fs::path& self, const fs::path& work, bool tls, int leaseMs,
-                            const std::string& host, const std::string& netns, pid_t* server) {
-  const fs::path binary = self.parent_path() / "ftcomm-rendezvous";
-  const fs::path portFile = work / "port";
-  std::vector<std::string> args;
-  if (!netns.empty()) args = {"ip", "netns", "exec", netns};
-  for (const std::string& a : {binary.string(), std::string("--listen"), host + ":0",
-                               std::string("--port-file"), portFile.string()}) {
-    args.push_back(a);
-  }
-  if (leaseMs > 0) {
-    args.push_back("--lease-ms");
-    args.push_back(std::to_string(leaseMs));
-  }
-  if (tls) {
-    for (const auto& [flag, file] :
-         {std::pair{"--tls-cert", "server.pem"}, std::pair{"--tls-key", "server.key"},
-          std::pair{"--tls-client-ca", "ca.pem"}}) {
-      args.push_back(flag);
-      args.push_back((work / file).string());
-    }
-  }
-  *server = spawn(args, true);
-  if (*server < 0) return "";
-  for (int i = 0; i < 1000; ++i) {
-    std::ifstream in(portFile);
-    std::string port;
-    if (std::getline(in, port) && !port.empty()) return host + ":" + port;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return "";
 }
 
 // Where the ranks write flight-recorder dumps: FTCOMM_FR_DIR, or the recorder's default
@@ -347,8 +244,7 @@ int main(int argc, char** argv) {
   pid_t server = -1;
   std::string address = o.rendezvous;
   if (o.tls) {
-    const char* advertised = std::getenv("FTCOMM_ADVERTISE_ADDR");
-    if (!makeCertificates(work, o.hostfile.empty() || advertised == nullptr ? "" : advertised)) {
+    if (!makeCertificates(work, o.advertise)) {
       std::cerr << "ftcomm-run: --tls: openssl could not make the certificates:\n";
       std::ifstream log(work / "openssl.log");
       std::cerr << log.rdbuf();
@@ -364,8 +260,7 @@ int main(int argc, char** argv) {
       address = startRendezvous(self, work, o.tls, o.leaseMs, SimulatedHosts::dataAddress(-1),
                                 hosts.headNamespace(), &server);
     } else {
-      const std::string host =
-          o.hostfile.empty() ? "127.0.0.1" : std::getenv("FTCOMM_ADVERTISE_ADDR");
+      const std::string host = o.hostfile.empty() ? "127.0.0.1" : o.advertise;
       address = startRendezvous(self, work, o.tls, o.leaseMs, host, "", &server);
     }
     if (address.empty()) {
@@ -450,7 +345,7 @@ int main(int argc, char** argv) {
     } else {
       status = waitFor(mpirun);
     }
-    forwardTo = 0;
+    stopForwardingSignals();
     int ran = 0, firstBad = 0;
     std::string summary;
     for (int r = 0; r < o.ranks; ++r) {

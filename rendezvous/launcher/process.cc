@@ -1,6 +1,7 @@
 #include "rendezvous/launcher/process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -10,6 +11,16 @@
 extern char** environ;
 
 namespace ftcomm::launcher {
+
+namespace {
+
+volatile sig_atomic_t forwardTo = 0;
+
+void forward(int sig) {
+  if (forwardTo > 0) ::kill(static_cast<pid_t>(forwardTo), sig);
+}
+
+}  // namespace
 
 pid_t spawn(const std::vector<std::string>& args, bool searchPath, const std::string& log) {
   std::vector<char*> argv;
@@ -41,6 +52,20 @@ bool runQuietly(const std::vector<std::string>& args, const std::string& log) {
   if (pid < 0) return false;
   const int status = waitFor(pid);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+void forwardSignals(pid_t child) {
+  forwardTo = child;
+  struct sigaction action {};
+  action.sa_handler = forward;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+void stopForwardingSignals() {
+  forwardTo = 0;
 }
 
 std::string describe(int status) {

@@ -18,6 +18,11 @@ int waitFor(pid_t pid);
 // Runs `args` to its end; true when it exited 0.
 bool runQuietly(const std::vector<std::string>& args, const std::string& log);
 
+// From now on SIGINT and SIGTERM sent to this process go on to `child`; until
+// stopForwardingSignals().
+void forwardSignals(pid_t child);
+void stopForwardingSignals();
+
 // "exited with code N", "killed by signal N (NAME)".
 std::string describe(int status);
 
