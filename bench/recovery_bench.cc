@@ -38,6 +38,7 @@
 #include "child_process.h"
 #include "ftcomm/communicator.h"
 #include "rendezvous_server_process.h"
+#include "temp_dir.h"
 
 using namespace ftcomm;
 using namespace ftcomm::testing;
@@ -152,9 +153,8 @@ double hostTrial(const Options& o, const char* self, std::mt19937& rng) {
   const int victim = std::uniform_int_distribution<int>(0, o.ranks - 1)(rng);
   const std::string fault = "rank=" + std::to_string(victim) +
                             ",op=allreduce,seq=300,action=" + (o.silent ? "silent" : "kill-host");
-  char pattern[] = "/tmp/ftcomm-bench-recovery-XXXXXX";
-  if (::mkdtemp(pattern) == nullptr) return -1;
-  const std::string log = std::string(pattern) + "/launcher.log";
+  const TempDir dir("ftcomm-bench-recovery");
+  const std::string log = (dir.path / "launcher.log").string();
   const int survivors = o.ranks - o.ranks / o.nodes;
   std::int64_t latest = 0;
   {
@@ -182,7 +182,6 @@ double hostTrial(const Options& o, const char* self, std::mt19937& rng) {
     const auto at = line.find(" done at ");
     if (at != std::string::npos) acted = std::stoll(line.substr(at + 9));
   }
-  std::filesystem::remove_all(pattern);
   if (acted == 0) {
     std::cerr << "the launcher never reported the lost host\n";
     return -1;
