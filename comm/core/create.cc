@@ -10,7 +10,6 @@
 #include "core/fault_injection.h"
 #include "core/hash.h"
 #include "core/leave_at_exit.h"
-#include "core/network.h"
 #include "core/pending.h"
 #include "ftcomm/communicator.h"
 #include "recorder/flight_recorder.h"
@@ -28,18 +27,17 @@ std::uint64_t hashOf(const std::string& text) {
   return detail::hashText(text) | 1;  // never 0: 0 means "no parent" in the recorder
 }
 
-// Joins, and the view of the epoch this process enters: the first one, or for a replacement the
-// one that admitted it (rank and size then come from the rendezvous).
+// Joins with the engine's UCX address and advertised address, and the view of the epoch this
+// process enters: the first one, or for a replacement the one that admitted it (rank and size
+// then come from the rendezvous).
 Result<rendezvous::EpochView> joinJob(rendezvous::RendezvousClient& client, int rank, int size,
-                                      const std::string& address, Clock::time_point deadline,
+                                      const detail::Engine& engine, Clock::time_point deadline,
                                       bool* admittedAsReplacement) {
   rendezvous::JoinOptions join;
   join.worldSize = std::max(size, 0);
   if (rank >= 0) join.desiredRank = rank;
-  join.transportAddress = address;
-  auto network = detail::dataNetwork();
-  if (!network.ok()) return network.status();
-  join.address = network->address;
+  join.transportAddress = engine.address();
+  join.address = engine.advertisedAddress();
   join.timeout = detail::timeLeft(deadline);
   auto joined = client.join(join);
   if (!joined.ok()) return joined.status();
@@ -166,8 +164,8 @@ Result<std::unique_ptr<Communicator>> createBlocking(const CommOptions& options)
   world.rendezvous = *client;
 
   bool admitted = false;
-  auto view = joinJob(*world.rendezvous, replacement ? -1 : rank, replacement ? 0 : size,
-                      (*engine)->address(), deadline, &admitted);
+  auto view = joinJob(*world.rendezvous, replacement ? -1 : rank, replacement ? 0 : size, **engine,
+                      deadline, &admitted);
   if (!view.ok()) return view.status();
   // SIGUSR1 dumps a live process's recorder (the handler only posts; a thread writes).
   if (Status s = recorder::FlightRecorder::process().enableSignalDump(); !s.ok()) return s;

@@ -39,6 +39,7 @@ Result<std::shared_ptr<Engine>> Engine::instance() {
   std::shared_ptr<Engine> engine(new Engine());
   engine->worker_ = std::move(worker).value();
   engine->address_ = engine->worker_->address();
+  engine->advertised_ = network->address;
   engine->wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (engine->wakeFd_ < 0) return internalError(std::string("eventfd: ") + std::strerror(errno));
   engine->thread_ = std::thread([raw = engine.get()] { raw->run(); });

@@ -56,6 +56,9 @@ class Engine {
   std::mutex& mutex() { return mu_; }
   const std::shared_ptr<ucx::UcxWorker>& workerLocked() { return worker_; }
   const std::string& address() const { return address_; }
+  // This process's address on the data network, for the rendezvous (core/network.h; may be
+  // empty).
+  const std::string& advertisedAddress() const { return advertised_; }
 
   // Starts an operation: advances it once and keeps it until it ends.
   void startLocked(std::unique_ptr<Operation> op);
@@ -142,6 +145,7 @@ class Engine {
   std::mutex mu_;
   std::shared_ptr<ucx::UcxWorker> worker_;
   std::string address_;
+  std::string advertised_;
   std::list<std::unique_ptr<Operation>> ops_;
   std::vector<std::weak_ptr<CommState>> comms_;
   std::vector<std::weak_ptr<shm::ShmDomain>> domains_;

@@ -5,8 +5,8 @@
 // each rank comes in CollectiveArgs::hosts; without it every rank is its own host and this is
 // the flat default. An average is summed throughout and divided once at the end, by the whole
 // communicator's size.
-#include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "algorithms/collectives.h"
@@ -27,15 +27,14 @@ class HierarchicalAllReduce final : public TaskBase {
       return args.hosts.size() == static_cast<std::size_t>(n) ? args.hosts[r] : -1 - r;
     };
     std::vector<int> local, leaders;
-    std::map<int, bool> seen;
+    std::set<int> seen;
     int localRank = 0, leaderRank = -1;
     for (int r = 0; r < n; ++r) {
       if (hostOf(r) == hostOf(me)) {
         if (r == me) localRank = static_cast<int>(local.size());
         local.push_back(r);
       }
-      if (!seen[hostOf(r)]) {
-        seen[hostOf(r)] = true;
+      if (seen.insert(hostOf(r)).second) {
         if (r == me) leaderRank = static_cast<int>(leaders.size());
         leaders.push_back(r);
       }
