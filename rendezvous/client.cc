@@ -41,17 +41,30 @@ std::string hostName() {
 
 Result<std::unique_ptr<RendezvousClient>> RendezvousClient::create(ClientOptions options) {
   if (options.address.empty()) return invalidArgument("rendezvous address is empty");
+  std::vector<std::string> addresses;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = options.address.find(',', start);
+    std::string one =
+        options.address.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (one.empty()) {
+      return invalidArgument("rendezvous address '" + options.address +
+                             "' has an empty entry; want HOST:PORT[,HOST:PORT...]");
+    }
+    addresses.push_back(std::move(one));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
   if (options.jobId.empty()) return invalidArgument("job id is empty");
   if (options.callTimeout <= std::chrono::milliseconds(0)) {
     return invalidArgument("callTimeout must be positive");
   }
   auto credentials = channelCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
-  return std::unique_ptr<RendezvousClient>(
-      new RendezvousClient(std::move(options), std::move(credentials).value()));
+  return std::unique_ptr<RendezvousClient>(new RendezvousClient(
+      std::move(options), std::move(addresses), std::move(credentials).value()));
 }
 
-RendezvousClient::RendezvousClient(ClientOptions options,
+RendezvousClient::RendezvousClient(ClientOptions options, std::vector<std::string> addresses,
                                    std::shared_ptr<grpc::ChannelCredentials> credentials)
     : options_(std::move(options)), instanceId_(newInstanceId()) {
   grpc::ChannelArguments args;
@@ -59,8 +72,22 @@ RendezvousClient::RendezvousClient(ClientOptions options,
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   args.SetMaxReceiveMessageSize(64 << 20);
-  channel_ = grpc::CreateCustomChannel(options_.address, credentials, args);
-  stub_ = pb::Rendezvous::NewStub(channel_);
+  for (auto& address : addresses) {
+    Replica replica;
+    replica.channel = grpc::CreateCustomChannel(address, credentials, args);
+    replica.stub = pb::Rendezvous::NewStub(replica.channel);
+    replica.address = std::move(address);
+    replicas_.push_back(std::move(replica));
+  }
+}
+
+std::pair<RendezvousClient::Replica*, std::size_t> RendezvousClient::current() {
+  const std::size_t at = current_.load();
+  return {&replicas_[at % replicas_.size()], at};
+}
+
+void RendezvousClient::moveOn(std::size_t at) {
+  if (replicas_.size() > 1) current_.compare_exchange_strong(at, at + 1);
 }
 
 void RendezvousClient::dropWatchStream() {
@@ -123,15 +150,22 @@ Status RendezvousClient::invoke(const char* name, Rpc rpc, Request& request, Res
     const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
     if (remaining.count() <= 0) break;
     grpc::ClientContext context;
-    context.set_wait_for_ready(true);
+    // With one server, a call waits for it to come back; with replicas, a call to one that is
+    // down fails at once and goes to the next.
+    context.set_wait_for_ready(replicas_.size() == 1);
     if constexpr (requires { request.set_timeout_ms(1u); }) {
       if (waitsByDesign) request.set_timeout_ms(static_cast<std::uint32_t>(remaining.count()));
     }
     context.set_deadline(systemDeadline(waitsByDesign ? deadline + kServerAnswerSlack : deadline));
-    grpc::Status status = (stub_.get()->*rpc)(&context, request, response);
+    auto [replica, at] = current();
+    grpc::Status status = (replica->stub.get()->*rpc)(&context, request, response);
     if (status.ok()) return Status::Ok();
     last = fromGrpc(status);
-    if (last.code() != StatusCode::kUnavailable || !repeatable) break;
+    if (last.code() != StatusCode::kUnavailable) break;
+    moveOn(at);
+    // A standby replica refuses before doing anything, so even a call that must not be repeated
+    // goes on to the next one.
+    if (!repeatable && last.message().find("stands by") == std::string::npos) break;
     // The server went away mid-call (e.g. a restart): the call is safe to repeat.
     if (!sleepUnlessStopping(std::min(backoff, remaining))) break;
     backoff = std::min(backoff * 2, kMaxBackoff);
@@ -142,7 +176,8 @@ Status RendezvousClient::invoke(const char* name, Rpc rpc, Request& request, Res
       (!waitsByDesign || last.message() == "Deadline Exceeded")) {
     // A channel whose connections keep failing: down, or a TLS handshake that fails (a
     // plaintext client of a TLS server, another CA, no client certificate under mutual TLS).
-    const bool failing = channel_->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE;
+    const bool failing =
+        current().first->channel->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE;
     const bool tls = !options_.tls.caFile.empty();
     last = timeoutError(
         "rendezvous server " + options_.address + " did not answer " + name + " in time " +

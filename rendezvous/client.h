@@ -2,12 +2,15 @@
 //
 // Every call has a deadline. Calls ride out a server restart: the channel reconnects by itself
 // (short backoff) and a call that fails UNAVAILABLE is retried until its deadline; every RPC is
-// safe to retry (Join by instance id, Reconfigure by epoch). After join() the client keeps the
-// member alive by itself: a heartbeat thread renews the lease and a watch thread holds the
-// Watch stream open, reopening it after a restart, and delivers membership events to the
-// onEvent callback or, without one, to a queue read by nextEvent(). Once the server says this
-// member is expelled, or has answered no heartbeat for 1.5 leases (it has then declared the
-// member failed: a cut link), every call fails fast with that status (fencing).
+// safe to retry (Join by instance id, Reconfigure by epoch). Given several replicas
+// ("a:1,b:2", sharing an etcd store), a call that fails UNAVAILABLE moves on to the next one;
+// a standby's answer names the replica that serves, and the client keeps going round. After join()
+// the client keeps the member alive by itself: a heartbeat thread renews the lease and a watch
+// thread holds the Watch stream open, reopening it after a restart (resuming after the last event
+// it saw, Event.revision), and delivers membership events to the onEvent callback or, without one,
+// to a queue read by nextEvent(). Once the server says this member is expelled, or has answered no
+// heartbeat for 1.5 leases (it has then declared the member failed: a cut link), every call fails
+// fast with that status (fencing).
 //
 // Thread-safety: all methods may be called from any thread. onEvent runs on the watch thread
 // and must not block for long.
@@ -25,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ftcomm/proto/rendezvous.grpc.pb.h"
@@ -36,7 +40,7 @@ namespace ftcomm::rendezvous {
 namespace pb = ::ftcomm::rendezvous::v1;
 
 struct ClientOptions {
-  std::string address;  // HOST:PORT of the server
+  std::string address;  // HOST:PORT of the server, or of its replicas: "HOST:PORT,HOST:PORT"
   ClientTls tls;        // empty: plaintext
   std::string jobId;
   std::string token;
@@ -113,7 +117,19 @@ class RendezvousClient {
  private:
   using Clock = std::chrono::steady_clock;
 
-  RendezvousClient(ClientOptions options, std::shared_ptr<grpc::ChannelCredentials> credentials);
+  RendezvousClient(ClientOptions options, std::vector<std::string> addresses,
+                   std::shared_ptr<grpc::ChannelCredentials> credentials);
+
+  struct Replica {
+    std::string address;
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<pb::Rendezvous::Stub> stub;
+  };
+  // The replica calls go to now, and its place in the list (for moveOn).
+  std::pair<Replica*, std::size_t> current();
+  // After a call to the replica at `at` failed UNAVAILABLE: the next one, unless another thread
+  // has moved on already.
+  void moveOn(std::size_t at);
 
   pb::Caller caller() const;
   template <typename Request, typename Response, typename Rpc>
@@ -130,8 +146,9 @@ class RendezvousClient {
 
   ClientOptions options_;
   std::string instanceId_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<pb::Rendezvous::Stub> stub_;
+  std::vector<Replica> replicas_;
+  std::atomic<std::size_t> current_{0};
+  std::atomic<std::uint64_t> lastRevision_{0};  // of the last event delivered
 
   std::atomic<std::uint64_t> memberId_{0};
   std::atomic<std::uint64_t> epoch_{0};

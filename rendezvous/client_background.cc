@@ -24,6 +24,7 @@ Result<pb::Event> RendezvousClient::nextEvent(std::chrono::milliseconds timeout)
 }
 
 void RendezvousClient::deliver(const pb::Event& event) {
+  if (event.revision() > lastRevision_.load()) lastRevision_.store(event.revision());
   if (event.kind() == pb::Event::MEMBER_FAILED && event.member_id() == memberId_.load()) {
     expel(failedPrecondition("this member was declared failed: " + event.reason()));
   }
@@ -64,11 +65,13 @@ void RendezvousClient::heartbeatLoop(std::chrono::milliseconds lease) {
     pb::HeartbeatResponse response;
     grpc::ClientContext context;
     context.set_deadline(systemDeadline(Clock::now() + std::max(interval, lease / 2)));
-    Status status = fromGrpc(stub_->Heartbeat(&context, request, &response));
+    auto [replica, at] = current();
+    Status status = fromGrpc(replica->stub->Heartbeat(&context, request, &response));
     if (status.ok()) {
       lastAnswer = Clock::now();
       continue;
     }
+    if (status.code() == StatusCode::kUnavailable) moveOn(at);
     if (isVerdict(status.code())) {
       // leave() ends this thread before its Leave goes out, so no beat crosses it: a verdict
       // here is the server's word that this member is out.
@@ -92,7 +95,7 @@ void RendezvousClient::watchLoop() {
   auto backoff = kFirstBackoff;
   while (true) {
     grpc::ClientContext context;
-    context.set_wait_for_ready(true);
+    context.set_wait_for_ready(replicas_.size() == 1);
     {
       std::lock_guard lock(mu_);
       if (stopping_ || !standing_.ok()) return;
@@ -100,7 +103,9 @@ void RendezvousClient::watchLoop() {
     }
     pb::WatchRequest request;
     *request.mutable_caller() = caller();
-    auto reader = stub_->Watch(&context, request);
+    request.set_after_revision(lastRevision_.load());
+    auto [replica, at] = current();
+    auto reader = replica->stub->Watch(&context, request);
     pb::Event event;
     while (reader->Read(&event)) {
       backoff = kFirstBackoff;
@@ -116,6 +121,7 @@ void RendezvousClient::watchLoop() {
       expel(Status(status.code(), "Watch: " + status.message()));
       return;
     }
+    if (status.code() == StatusCode::kUnavailable) moveOn(at);
     if (!sleepUnlessStopping(backoff)) return;
     backoff = std::min(backoff * 2, kMaxBackoff);
   }

@@ -21,22 +21,42 @@ template class PendingReply<pb::JoinResponse>;
 template class PendingReply<pb::ReconfigureResponse>;
 template class PendingReply<pb::KvWaitResponse>;
 
-Job::Job(std::string jobId, std::chrono::milliseconds lease,
-         std::optional<std::filesystem::path> stateDir, std::atomic<bool>& shuttingDown)
-    : state_(jobId, lease), shuttingDown_(shuttingDown) {
-  if (stateDir) journalPath_ = JobJournal::pathFor(*stateDir, jobId);
+Job::Job(std::string jobId, std::chrono::milliseconds lease, StateStore* store,
+         std::atomic<bool>& shuttingDown)
+    : state_(jobId, lease), store_(store), shuttingDown_(shuttingDown) {}
+
+Status Job::restore(const std::vector<pb::JournalRecord>& records, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  for (const auto& record : records) {
+    if (record.has_snapshot()) {
+      // Events before the snapshot are gone: a stream older than it starts with a SNAPSHOT.
+      lastRevision_ = keptAfter_ = std::max(lastRevision_, record.snapshot().last_revision());
+      kept_.clear();
+    }
+    if (record.has_event()) {
+      lastRevision_ = std::max(lastRevision_, record.event().revision());
+      kept_.push_back(record.event());
+      if (kept_.size() > kKeptEvents) {
+        keptAfter_ = kept_.front().revision();
+        kept_.pop_front();
+      }
+      continue;
+    }
+    state_.apply(record);
+  }
+  state_.restartLeases(now);
+  // The old records stay until the snapshot that replaces them is in place: a crash in between
+  // loses nothing.
+  auto log = store_->openLog(state_.jobId());
+  if (!log.ok()) return log.status();
+  log_ = std::move(log).value();
+  return log_->compact(durableSnapshot());
 }
 
-Status Job::restore(const JournalContents& contents, Clock::time_point now) {
-  std::lock_guard lock(mu_);
-  for (const auto& record : contents.records) state_.apply(record);
-  state_.restartLeases(now);
-  // Keep the journal's intact records (cutting a torn tail) until the snapshot that replaces
-  // them has been renamed into place: a crash in between loses nothing.
-  auto journal = JobJournal::open(*journalPath_, contents.validBytes);
-  if (!journal.ok()) return journal.status();
-  journal_ = std::move(journal).value();
-  return journal_->compact(state_.snapshot());
+pb::JobSnapshot Job::durableSnapshot() const {
+  pb::JobSnapshot snapshot = state_.snapshot();
+  snapshot.set_last_revision(lastRevision_);
+  return snapshot;
 }
 
 Status Job::mutate(const Mutation& mutation) {
@@ -85,7 +105,8 @@ void Job::cancelWaiter(WaiterId waiter) {
   });
 }
 
-grpc::ServerWriteReactor<pb::Event>* Job::openWatch(const pb::Caller& caller) {
+grpc::ServerWriteReactor<pb::Event>* Job::openWatch(const pb::Caller& caller,
+                                                    std::uint64_t afterRevision) {
   std::lock_guard lock(mu_);
   auto token = state_.watchOpened(caller, Clock::now());
   if (!token.ok()) return new RefusedWatch(toGrpc(token.status()));
@@ -95,7 +116,15 @@ grpc::ServerWriteReactor<pb::Event>* Job::openWatch(const pb::Caller& caller) {
     it->second->finish(grpc::Status(grpc::StatusCode::CANCELLED, "superseded by a newer Watch"));
     it->second = stream;
   }
-  stream->push(state_.snapshotEvent());
+  if (afterRevision > 0 && afterRevision >= keptAfter_ && afterRevision <= lastRevision_) {
+    for (const auto& event : kept_) {
+      if (event.revision() > afterRevision) stream->push(event);
+    }
+  } else {
+    pb::Event snapshot = state_.snapshotEvent();
+    snapshot.set_revision(lastRevision_);
+    stream->push(snapshot);
+  }
   return stream;
 }
 
@@ -118,29 +147,62 @@ void Job::tick(Clock::time_point now) {
   act([&](JobState& state, Clock::time_point, Effects& effects) { state.tick(now, effects); });
 }
 
+void Job::restartLeases(Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  state_.restartLeases(now);
+}
+
 std::size_t Job::memberCount() {
   std::lock_guard lock(mu_);
   return static_cast<std::size_t>(state_.view().members_size());
 }
 
-void Job::carryOut(Effects& effects, std::vector<ReadyReply>& ready) {
-  if (!effects.journal.empty() && journalPath_) {
-    Status status = Status::Ok();
-    if (!journal_) {
-      auto journal = JobJournal::open(*journalPath_, 0);
-      status = journal.status();
-      if (journal.ok()) journal_ = std::move(journal).value();
+void Job::recordEvents(Effects& effects) {
+  for (auto& event : effects.events) {
+    event.set_revision(++lastRevision_);
+    kept_.push_back(event);
+    if (kept_.size() > kKeptEvents) {
+      keptAfter_ = kept_.front().revision();
+      kept_.pop_front();
     }
-    if (status.ok()) status = journal_->append(effects.journal);
-    if (status.ok() && journal_->wantsCompaction()) status = journal_->compact(state_.snapshot());
-    if (!status.ok()) {
-      // The state in memory is ahead of the disk: answering now could hand out an epoch that a
-      // restarted server would not know. Stop; clients reconnect to the restarted server.
-      std::cerr << "ftcomm-rendezvous: fatal: job " << state_.jobId()
-                << ": cannot write the journal: " << status.toString() << std::endl;
-      std::_Exit(70);
+    if (store_ != nullptr) *effects.journal.emplace_back().mutable_event() = event;
+  }
+}
+
+void Job::persist(const std::vector<pb::JournalRecord>& records) {
+  if (store_ == nullptr) return;
+  Status status = Status::Ok();
+  if (!records.empty()) {
+    if (!log_) {
+      auto log = store_->openLog(state_.jobId());
+      status = log.status();
+      if (log.ok()) log_ = std::move(log).value();
+    }
+    if (status.ok() && dropped_) {
+      // The store forgot the job when it was over: it starts again from the whole state.
+      status = log_->compact(durableSnapshot());
+      dropped_ = !status.ok();
+    } else if (status.ok()) {
+      status = log_->append(records, [this] { return durableSnapshot(); });
     }
   }
+  if (status.ok() && log_ && !dropped_ && state_.over()) {
+    status = log_->drop();
+    dropped_ = status.ok();
+  }
+  if (!status.ok()) {
+    // The state in memory is ahead of the store: answering now could hand out an epoch that a
+    // restarted server (or another replica) would not know. Stop; clients reconnect to the
+    // restarted server or move on to another replica.
+    std::cerr << "ftcomm-rendezvous: fatal: job " << state_.jobId()
+              << ": cannot write its state: " << status.toString() << std::endl;
+    std::_Exit(70);
+  }
+}
+
+void Job::carryOut(Effects& effects, std::vector<ReadyReply>& ready) {
+  recordEvents(effects);
+  persist(effects.journal);
   for (const auto& event : effects.events) {
     if (event.kind() == pb::Event::MEMBER_FAILED) {
       std::cerr << "ftcomm-rendezvous: job " << state_.jobId() << " epoch " << event.epoch()

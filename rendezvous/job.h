@@ -1,7 +1,11 @@
-// One job on the server: its JobState behind a mutex, its journal, its open watch streams and
-// its pending calls. Job turns the state machine's Effects into actions, in this order: journal
-// first, then events and expulsions (under the mutex, so a stream sees events in commit order),
-// then the replies (after the mutex is released).
+// One job on the server: its JobState behind a mutex, its log in the state store, its open watch
+// streams and its pending calls. Job turns the state machine's Effects into actions, in this
+// order: the log first, then events and expulsions (under the mutex, so a stream sees events in
+// commit order), then the replies (after the mutex is released).
+//
+// Events are numbered (Event.revision) and logged with the records, and the latest of them are
+// kept in memory, so a watch stream that reconnects, here or on a replica that loaded the log,
+// resumes after the last event it saw; a SNAPSHOT replaces the events that are gone.
 //
 // Thread-safety: every public method may be called from any gRPC callback thread.
 #pragma once
@@ -9,7 +13,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
-#include <filesystem>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -18,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "rendezvous/job_journal.h"
 #include "rendezvous/job_state.h"
+#include "rendezvous/state_store.h"
 
 namespace ftcomm::rendezvous {
 
@@ -43,13 +47,14 @@ class PendingCall : public grpc::ServerUnaryReactor {
 
 class Job {
  public:
-  Job(std::string jobId, std::chrono::milliseconds lease,
-      std::optional<std::filesystem::path> stateDir, std::atomic<bool>& shuttingDown);
+  // `store` null: the job's state lives in memory only.
+  Job(std::string jobId, std::chrono::milliseconds lease, StateStore* store,
+      std::atomic<bool>& shuttingDown);
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
-  // Replays a journal read at server start; leases restart from now.
-  Status restore(const JournalContents& contents, Clock::time_point now);
+  // Replays the records a store held at server start; leases restart from now.
+  Status restore(const std::vector<pb::JournalRecord>& records, Clock::time_point now);
 
   using Mutation = std::function<Status(JobState&, Clock::time_point, Effects&)>;
   using PendingMutation = std::function<Status(JobState&, WaiterId, Clock::time_point, Effects&)>;
@@ -66,12 +71,15 @@ class Job {
   void startPending(PendingCall* call, const PendingMutation& mutation);
   WaiterId nextWaiterId() { return nextWaiterId_.fetch_add(1); }
 
-  // Opens a watch stream for the caller; the stream's first event is the snapshot.
-  grpc::ServerWriteReactor<pb::Event>* openWatch(const pb::Caller& caller);
+  // Opens a watch stream for the caller. It starts with the events after `afterRevision` where
+  // they are all still held, and with a SNAPSHOT otherwise.
+  grpc::ServerWriteReactor<pb::Event>* openWatch(const pb::Caller& caller,
+                                                 std::uint64_t afterRevision);
   void watchDone(std::uint64_t memberId, std::uint64_t token, WatchStream* stream);
   void cancelWaiter(WaiterId waiter);
 
   void tick(Clock::time_point now);
+  void restartLeases(Clock::time_point now);
   std::size_t memberCount();
 
  private:
@@ -79,11 +87,23 @@ class Job {
   // Requires mu_; moves the replies it resolves into `ready`, to be finished after unlocking.
   void carryOut(Effects& effects, std::vector<ReadyReply>& ready);
   static void finish(std::vector<ReadyReply>& ready);
+  // Requires mu_. Numbers the events, keeps them, and adds them to the records to log.
+  void recordEvents(Effects& effects);
+  // Requires mu_. Writes the records; drops the stored state of a job that is over.
+  void persist(const std::vector<pb::JournalRecord>& records);
+  pb::JobSnapshot durableSnapshot() const;
+
+  // Events kept for resuming streams.
+  static constexpr std::size_t kKeptEvents = 4096;
 
   std::mutex mu_;
   JobState state_;
-  std::optional<std::filesystem::path> journalPath_;
-  std::unique_ptr<JobJournal> journal_;  // opened at the first record
+  StateStore* store_;
+  std::unique_ptr<JobLog> log_;  // opened at the first record
+  bool dropped_ = false;         // the store holds nothing of this job (it was over)
+  std::uint64_t lastRevision_ = 0;
+  std::deque<pb::Event> kept_;   // the latest events, by revision
+  std::uint64_t keptAfter_ = 0;  // kept_ holds every event whose revision is above this
   std::unordered_map<WaiterId, PendingCall*> waiters_;
   std::unordered_map<std::uint64_t, WatchStream*> watchers_;
   std::atomic<WaiterId> nextWaiterId_{1};

@@ -247,6 +247,7 @@ void JobState::apply(const pb::JournalRecord& record) {
     case pb::JournalRecord::kKvCleared:
       kv_ = KvStore(jobId_);
       break;
+    case pb::JournalRecord::kEvent:  // kept by the Job for resuming streams; no state
     case pb::JournalRecord::RECORD_NOT_SET:
       break;
   }

@@ -37,6 +37,9 @@ class JobState {
   // a fresh start after every member is gone) instead of waiting as replacements.
   bool forming() const { return epoch() == 0 || liveCount_ == 0; }
   std::uint64_t epoch() const { return view_.epoch(); }
+  // True once the job has run and nobody is left in it or waiting to join: its stored state may
+  // go (a later join starts it afresh).
+  bool over() const { return epoch() > 0 && liveCount_ == 0 && pendingJoins_.empty(); }
   const pb::MembershipView& view() const { return view_; }
 
   // Ok with no reply in `out`: the join waits. Errors are immediate answers.

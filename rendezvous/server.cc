@@ -1,6 +1,7 @@
 #include "rendezvous/server.h"
 
 #include <iostream>
+#include <thread>
 
 #include "rendezvous/limits.h"
 
@@ -15,8 +16,14 @@ RendezvousServer::~RendezvousServer() {
 Result<std::unique_ptr<RendezvousServer>> RendezvousServer::start(ServerOptions options) {
   std::unique_ptr<RendezvousServer> self(new RendezvousServer(std::move(options)));
   self->service_ = std::make_unique<RendezvousService>(self->options_.service);
-  auto restored = self->service_->restoreState();
-  if (!restored.ok()) return restored.status();
+  StateStore* store = self->service_->store();
+  const bool replicated = store != nullptr && store->replicated();
+  if (replicated) {
+    self->service_->standBy("not known yet (this replica has not read etcd yet)");
+  } else {
+    auto restored = self->service_->restoreState();
+    if (!restored.ok()) return restored.status();
+  }
 
   auto credentials = serverCredentials(self->options_.tls);
   if (!credentials.ok()) return credentials.status();
@@ -30,7 +37,44 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::start(ServerOptions 
     return unavailable("cannot listen on " + self->options_.listen);
   }
   self->ticker_ = std::thread([raw = self.get()] { raw->runTicker(); });
+  if (replicated) self->leader_ = std::thread([raw = self.get()] { raw->lead(); });
   return self;
+}
+
+void RendezvousServer::lead() {
+  StateStore* store = service_->store();
+  StateStore::HoldCallbacks hold;
+  hold.suspend = [this](const std::string& why) {
+    std::cerr << "ftcomm-rendezvous: suspended: " << why << std::endl;
+    service_->standBy("not known (this replica is suspended: " + why + ")");
+  };
+  hold.resume = [this](const std::string& why) {
+    std::cerr << "ftcomm-rendezvous: serving again: " << why << std::endl;
+    service_->resumeServing();
+  };
+  hold.lost = [](const std::string& why) {
+    // Another replica may serve already: answering anything more could contradict it.
+    std::cerr << "ftcomm-rendezvous: fatal: this replica lost its leadership: " << why << std::endl;
+    std::_Exit(70);
+  };
+  store->watchHold(std::move(hold));
+  Status status = store->acquire(stopLeading_, [this](const std::string& holder) {
+    std::cerr << "ftcomm-rendezvous: standing by; the replica serving is " << holder << std::endl;
+    service_->standBy(holder);
+  });
+  if (stopLeading_.load()) return;
+  if (status.ok()) {
+    auto restored = service_->restoreState();
+    status = restored.status();
+    if (restored.ok()) {
+      std::cerr << "ftcomm-rendezvous: leading (" << store->describe() << "); restored "
+                << *restored << " jobs" << std::endl;
+      service_->serve();
+      return;
+    }
+  }
+  std::cerr << "ftcomm-rendezvous: fatal: cannot take over: " << status.toString() << std::endl;
+  std::_Exit(70);
 }
 
 void RendezvousServer::runTicker() {
@@ -51,7 +95,9 @@ void RendezvousServer::shutdown() {
     stopping_ = true;
   }
   stopCv_.notify_all();
+  stopLeading_.store(true);
   if (ticker_.joinable()) ticker_.join();
+  if (leader_.joinable()) leader_.join();
   if (server_) {
     service_->beginShutdown();
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,8 @@ class RendezvousServer {
  private:
   explicit RendezvousServer(ServerOptions options);
   void runTicker();
+  // A replica of a shared store: stands by until it leads, then loads the jobs and serves.
+  void lead();
 
   ServerOptions options_;
   std::unique_ptr<RendezvousService> service_;
@@ -45,6 +48,8 @@ class RendezvousServer {
   std::condition_variable stopCv_;
   bool stopping_ = false;
   std::thread ticker_;
+  std::atomic<bool> stopLeading_{false};
+  std::thread leader_;
 };
 
 }  // namespace ftcomm::rendezvous

@@ -8,40 +8,48 @@
 
 namespace ftcomm::rendezvous {
 
-RendezvousService::RendezvousService(ServiceOptions options) : options_(std::move(options)) {}
+RendezvousService::RendezvousService(ServiceOptions options)
+    : options_(std::move(options)), store_(options_.store) {
+  if (!store_ && options_.stateDir) store_ = makeFileStore(*options_.stateDir);
+}
+
+void RendezvousService::standBy(const std::string& leader) {
+  std::lock_guard lock(standbyMu_);
+  leader_ = leader;
+  serving_.store(false);
+}
 
 Result<std::size_t> RendezvousService::restoreState() {
-  if (!options_.stateDir) return std::size_t{0};
-  const std::filesystem::path dir = *options_.stateDir / "jobs";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return internalError("cannot create state directory " + dir.string() + ": " + ec.message());
+  if (!store_) return std::size_t{0};
+  auto stored = store_->load();
+  if (!stored.ok()) return stored.status();
   std::size_t restored = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() != ".journal") continue;
-    const std::string jobId = entry.path().stem().string();
-    if (!validateJobId(jobId).ok()) {
-      std::cerr << "ftcomm-rendezvous: ignoring " << entry.path() << ": not a job journal name\n";
-      continue;
-    }
-    auto contents = JobJournal::read(entry.path());
-    if (!contents.ok()) return contents.status();
-    if (contents->tornTail) {
-      std::cerr << "ftcomm-rendezvous: job " << jobId << ": journal ends in a torn record after "
-                << contents->validBytes << " bytes; it is cut there\n";
-    }
-    auto job = std::make_unique<Job>(jobId, options_.lease, options_.stateDir, shuttingDown_);
-    FTCOMM_RETURN_IF_ERROR(job->restore(*contents, Clock::now()));
-    std::cerr << "ftcomm-rendezvous: restored job " << jobId << " (" << job->memberCount()
-              << " members)\n";
-    jobs_[jobId] = std::move(job);
+  for (const auto& job : *stored) {
+    auto restoredJob =
+        std::make_unique<Job>(job.jobId, options_.lease, store_.get(), shuttingDown_);
+    FTCOMM_RETURN_IF_ERROR(restoredJob->restore(job.records, Clock::now()));
+    std::cerr << "ftcomm-rendezvous: restored job " << job.jobId << " ("
+              << restoredJob->memberCount() << " members)\n";
+    std::lock_guard lock(jobsMu_);
+    jobs_[job.jobId] = std::move(restoredJob);
     ++restored;
   }
   return restored;
 }
 
+void RendezvousService::resumeServing() {
+  std::vector<Job*> jobs;
+  {
+    std::lock_guard lock(jobsMu_);
+    for (auto& [id, job] : jobs_) jobs.push_back(job.get());
+  }
+  for (Job* job : jobs) job->restartLeases(Clock::now());
+  serving_.store(true);
+}
+
 void RendezvousService::tick() {
+  // A standby or suspended replica refuses heartbeats, so it must not expire leases either.
+  if (!serving_.load()) return;
   std::vector<Job*> jobs;
   {
     std::lock_guard lock(jobsMu_);
@@ -53,6 +61,10 @@ void RendezvousService::tick() {
 
 Result<Job*> RendezvousService::authorize(const std::string& jobId, const std::string& token,
                                           bool create) {
+  if (!serving_.load()) {
+    std::lock_guard lock(standbyMu_);
+    return unavailable("this rendezvous replica stands by; the one serving is " + leader_);
+  }
   FTCOMM_RETURN_IF_ERROR(validateJobId(jobId));
   FTCOMM_RETURN_IF_ERROR(options_.tokens.check(jobId, token));
   std::lock_guard lock(jobsMu_);
@@ -63,7 +75,7 @@ Result<Job*> RendezvousService::authorize(const std::string& jobId, const std::s
     return resourceExhausted("the server already holds " + std::to_string(jobs_.size()) +
                              " jobs, the limit");
   }
-  auto job = std::make_unique<Job>(jobId, options_.lease, options_.stateDir, shuttingDown_);
+  auto job = std::make_unique<Job>(jobId, options_.lease, store_.get(), shuttingDown_);
   Job* raw = job.get();
   jobs_.emplace(jobId, std::move(job));
   return raw;
@@ -159,7 +171,7 @@ grpc::ServerWriteReactor<pb::Event>* RendezvousService::Watch(grpc::CallbackServ
                                                               const pb::WatchRequest* request) {
   auto job = authorize(request->caller());
   if (!job.ok()) return new RefusedWatch(toGrpc(job.status()));
-  return (*job)->openWatch(request->caller());
+  return (*job)->openWatch(request->caller(), request->after_revision());
 }
 
 grpc::ServerUnaryReactor* RendezvousService::Heartbeat(grpc::CallbackServerContext* context,

@@ -16,13 +16,15 @@
 
 #include "ftcomm/proto/rendezvous.grpc.pb.h"
 #include "rendezvous/job.h"
+#include "rendezvous/state_store.h"
 #include "rendezvous/token_store.h"
 
 namespace ftcomm::rendezvous {
 
 struct ServiceOptions {
   std::chrono::milliseconds lease{2000};
-  std::optional<std::filesystem::path> stateDir;
+  std::optional<std::filesystem::path> stateDir;  // a FileStore there, unless `store` is set
+  std::shared_ptr<StateStore> store;              // null and no stateDir: memory only
   TokenStore tokens;
 };
 
@@ -32,10 +34,16 @@ class RendezvousService final : public pb::Rendezvous::CallbackService {
 
   explicit RendezvousService(ServiceOptions options);
 
-  // Loads every job journal under the state directory; returns how many jobs it restored.
+  // Loads every job the store holds; returns how many jobs it restored.
   Result<std::size_t> restoreState();
   void tick();
   void beginShutdown() { shuttingDown_.store(true); }
+  StateStore* store() const { return store_.get(); }
+  // A standby replica answers every call UNAVAILABLE, naming the replica that serves.
+  void standBy(const std::string& leader);
+  void serve() { serving_.store(true); }
+  // After a suspension: members could not reach this server, so every lease restarts now.
+  void resumeServing();
 
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* context,
                                  const pb::JoinRequest* request,
@@ -90,7 +98,11 @@ class RendezvousService final : public pb::Rendezvous::CallbackService {
                                                 const Job::PendingMutation& mutation);
 
   ServiceOptions options_;
+  std::shared_ptr<StateStore> store_;
   std::atomic<bool> shuttingDown_{false};
+  std::atomic<bool> serving_{true};
+  std::mutex standbyMu_;
+  std::string leader_;  // while standing by
   std::mutex jobsMu_;
   std::map<std::string, std::unique_ptr<Job>> jobs_;
 };
