@@ -3,13 +3,19 @@
 // gRPC's callback API (no thread per member). A round: one member's stream is cancelled (what the
 // server sees when a process dies); every survivor reacts to MEMBER_FAILED by calling
 // Reconfigure; the round ends when every survivor holds epoch e+1. The server is a real
-// ftcomm-rendezvous in a child process unless --rendezvous names one.
+// ftcomm-rendezvous in a child process unless --rendezvous names one; --store says where that
+// child keeps its state: memory (the default), journal (a state directory) or etcd://... (it
+// then waits until the child leads).
 //
 //   ftcomm-bench-rendezvous [--members N] [--rounds R] [--channels C] [--rendezvous HOST:PORT]
+//                           [--store memory|journal|etcd://HOST:PORT,...]
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -177,20 +183,43 @@ class SimulatedMember : public grpc::ClientReadReactor<pb::Event> {
   bool done_ = false;
 };
 
+// A loopback port nobody listens on now (a replica over etcd needs a fixed one).
+int freePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    throw std::runtime_error("cannot find a free port");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
 // A real ftcomm-rendezvous next to this program, on a free loopback port.
 class ServerChild {
  public:
-  ServerChild() {
+  explicit ServerChild(const std::string& store) {
     char pattern[] = "/tmp/ftcomm-bench-XXXXXX";
     dir_ = ::mkdtemp(pattern);
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+    const bool etcd = store.rfind("etcd://", 0) == 0;
     std::vector<std::string> argv{self + "/ftcomm-rendezvous",
                                   "--listen",
-                                  "127.0.0.1:0",
+                                  etcd ? "127.0.0.1:" + std::to_string(freePort()) : "127.0.0.1:0",
                                   "--lease-ms",
                                   "600000",
                                   "--port-file",
                                   dir_ + "/port"};
+    if (store == "journal") {
+      argv.insert(argv.end(), {"--state-dir", dir_ + "/state"});
+    } else if (etcd) {
+      // A prefix of its own, so that no earlier run's leader or jobs are in the way.
+      argv.insert(argv.end(), {"--store", store, "--store-prefix",
+                               "/ftcomm-bench-" + std::to_string(::getpid()) + "/"});
+    }
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -208,6 +237,14 @@ class ServerChild {
     int port = 0;
     if (!(in >> port)) throw std::runtime_error("ftcomm-rendezvous did not start");
     address_ = "127.0.0.1:" + std::to_string(port);
+    for (int i = 0; etcd && i < 3000; ++i) {
+      std::ifstream logIn(log);
+      const std::string text((std::istreambuf_iterator<char>(logIn)),
+                             std::istreambuf_iterator<char>());
+      if (text.find("leading") != std::string::npos) return;
+      std::this_thread::sleep_for(10ms);
+    }
+    if (etcd) throw std::runtime_error("ftcomm-rendezvous did not take the lead in etcd");
   }
   ~ServerChild() {
     ::kill(pid_, SIGTERM);
@@ -224,7 +261,8 @@ class ServerChild {
 
 constexpr const char* kUsage =
     "usage: ftcomm-bench-rendezvous [--members N] [--rounds R] [--channels C] "
-    "[--rendezvous HOST:PORT]\n";
+    "[--rendezvous HOST:PORT]\n"
+    "                               [--store memory|journal|etcd://HOST:PORT,...]\n";
 
 int usage(const std::string& why) {
   std::cerr << "ftcomm-bench-rendezvous: " << why << "\n" << kUsage;
@@ -235,7 +273,7 @@ int usage(const std::string& why) {
 
 int main(int argc, char** argv) {
   int members = 1024, rounds = 5, channels = 8;
-  std::string address;
+  std::string address, store = "memory";
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (ftcomm::bench::isHelpFlag(flag)) {
@@ -246,6 +284,14 @@ int main(int argc, char** argv) {
     if (flag == "--rendezvous") {
       if (value == nullptr) return usage("--rendezvous needs HOST:PORT");
       address = value;
+      continue;
+    }
+    if (flag == "--store") {
+      if (value == nullptr) return usage("--store needs memory, journal or etcd://HOST:PORT,...");
+      store = value;
+      if (store != "memory" && store != "journal" && store.rfind("etcd://", 0) != 0) {
+        return usage("--store takes memory, journal or etcd://HOST:PORT,...");
+      }
       continue;
     }
     int* into = flag == "--members"    ? &members
@@ -262,7 +308,7 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<ServerChild> server;
   if (address.empty()) {
-    server = std::make_unique<ServerChild>();
+    server = std::make_unique<ServerChild>(store);
     address = server->address();
   }
   std::vector<std::unique_ptr<pb::Rendezvous::Stub>> stubs;
@@ -313,8 +359,8 @@ int main(int argc, char** argv) {
   }
   std::vector<double> sorted = agreeMs;
   std::sort(sorted.begin(), sorted.end());
-  std::cout << "members=" << members << " channels=" << channels << " join_all_ms=" << joinMs
-            << "\n";
+  std::cout << "members=" << members << " channels=" << channels
+            << " store=" << (server ? store : "external") << " join_all_ms=" << joinMs << "\n";
   for (std::size_t r = 0; r < agreeMs.size(); ++r) {
     std::cout << "round " << r << ": " << members - static_cast<int>(r) - 1
               << " survivors hold the next epoch after " << agreeMs[r] << " ms\n";
