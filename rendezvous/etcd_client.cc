@@ -73,8 +73,22 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::connect(EtcdOptions options) {
 }
 
 template <typename Call>
-Status EtcdClient::withFailover(const char* name, const Call& call) {
-  const auto deadline = std::chrono::steady_clock::now() + options_.callTimeout;
+Status EtcdClient::withFailover(const char* name, const Call& call,
+                                std::chrono::milliseconds timeout) {
+  // The store is written from the rendezvous's gRPC callbacks (the state must reach etcd before
+  // the reply it backs). A blocking gRPC call made inside a callback of gRPC's own stalls until
+  // its deadline (its completion waits behind the callback), so the call runs on a thread of
+  // its own and the callback only waits for it.
+  Status result;
+  std::thread worker([&] { result = attempt(name, call, timeout); });
+  worker.join();
+  return result;
+}
+
+template <typename Call>
+Status EtcdClient::attempt(const char* name, const Call& call, std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) timeout = options_.callTimeout;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto backoff = std::chrono::milliseconds(10);
   Status last = unavailable("never tried");
   while (std::chrono::steady_clock::now() < deadline) {
@@ -85,7 +99,8 @@ Status EtcdClient::withFailover(const char* name, const Call& call) {
     // the next one should get its turn.
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    context.set_deadline(deadlineIn(std::min(left, options_.callTimeout / 2)));
+    context.set_deadline(
+        deadlineIn(std::min(left, std::max(timeout / 2, std::chrono::milliseconds(100)))));
     grpc::Status status = call(endpoint, context);
     if (status.ok()) return Status::Ok();
     last = fromGrpc(status);
@@ -148,20 +163,23 @@ Result<etcdpb::LeaseGrantResponse> EtcdClient::grantLease(std::chrono::seconds t
   return response;
 }
 
-Result<std::int64_t> EtcdClient::keepAlive(std::int64_t lease) {
+Result<std::int64_t> EtcdClient::keepAlive(std::int64_t lease, std::chrono::milliseconds timeout) {
   etcdpb::LeaseKeepAliveResponse response;
   bool answered = false;
-  FTCOMM_RETURN_IF_ERROR(withFailover("lease keep-alive", [&](Endpoint& e, grpc::ClientContext& c) {
-    auto stream = e.lease->LeaseKeepAlive(&c);
-    etcdpb::LeaseKeepAliveRequest request;
-    request.set_id(lease);
-    if (stream->Write(request)) answered = stream->Read(&response);
-    stream->WritesDone();
-    grpc::Status status = stream->Finish();
-    if (answered) return grpc::Status::OK;
-    return status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "no keep-alive answer")
-                       : status;
-  }));
+  FTCOMM_RETURN_IF_ERROR(withFailover(
+      "lease keep-alive",
+      [&](Endpoint& e, grpc::ClientContext& c) {
+        auto stream = e.lease->LeaseKeepAlive(&c);
+        etcdpb::LeaseKeepAliveRequest request;
+        request.set_id(lease);
+        if (stream->Write(request)) answered = stream->Read(&response);
+        stream->WritesDone();
+        grpc::Status status = stream->Finish();
+        if (answered) return grpc::Status::OK;
+        return status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "no keep-alive answer")
+                           : status;
+      },
+      timeout));
   return response.ttl();
 }
 

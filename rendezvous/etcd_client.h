@@ -25,7 +25,9 @@ namespace etcdpb = ::etcdserverpb;
 struct EtcdOptions {
   std::vector<std::string> endpoints;  // HOST:PORT of etcd members' client URLs
   ClientTls tls;                       // empty: plaintext
-  std::chrono::milliseconds callTimeout{5000};
+  // A write that etcd has not confirmed by then ends the replica (its state is ahead of etcd):
+  // generous, as an etcd election takes seconds and an overloaded member is slow.
+  std::chrono::milliseconds callTimeout{15000};
 };
 
 // "etcd://HOST:PORT[,HOST:PORT...]" -> the endpoints; a clear error for anything else.
@@ -43,8 +45,8 @@ class EtcdClient {
                                                   const std::string& rangeEnd);
   // A lease of at least `ttl` (etcd may grant more: its minimum grows with its election timeout).
   Result<etcdpb::LeaseGrantResponse> grantLease(std::chrono::seconds ttl);
-  // One renewal; the TTL left afterwards (0: the lease is gone).
-  Result<std::int64_t> keepAlive(std::int64_t lease);
+  // One renewal, given up after `timeout`; the TTL left afterwards (0: the lease is gone).
+  Result<std::int64_t> keepAlive(std::int64_t lease, std::chrono::milliseconds timeout);
   Status revokeLease(std::int64_t lease);
 
   const std::vector<std::string>& endpoints() const { return options_.endpoints; }
@@ -56,10 +58,14 @@ class EtcdClient {
     std::unique_ptr<etcdpb::Lease::Stub> lease;
   };
   explicit EtcdClient(EtcdOptions options) : options_(std::move(options)) {}
-  // Runs `call` on the current endpoint, moving on to the next one on UNAVAILABLE, until the
-  // call timeout.
+  // Runs `call` on the current endpoint, moving on to the next one on UNAVAILABLE, until
+  // `timeout` (the call timeout when zero).
   template <typename Call>
-  Status withFailover(const char* name, const Call& call);
+  Status withFailover(const char* name, const Call& call,
+                      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // withFailover's work, on the calling thread.
+  template <typename Call>
+  Status attempt(const char* name, const Call& call, std::chrono::milliseconds timeout);
 
   EtcdOptions options_;
   std::vector<Endpoint> endpoints_;

@@ -89,11 +89,20 @@ class EtcdStore final : public StateStore {
     compare->set_target(etcdpb::Compare::CREATE);
     compare->set_key(leaderKey());
     compare->set_create_revision(leaderRevision_.load());
+    request.clear_failure();
+    request.add_failure()->mutable_request_range()->set_key(leaderKey());
     auto response = client_->txn(request);
     if (!response.ok()) return response.status();
     if (!response->succeeded()) {
-      return failedPrecondition("this replica is no longer the leader in etcd (" + leaderKey() +
-                                " was taken over)");
+      std::string holder = "nobody";
+      if (response->responses_size() > 0 &&
+          response->responses(0).response_range().kvs_size() > 0) {
+        const auto& kv = response->responses(0).response_range().kvs(0);
+        holder = kv.value() + " (created at revision " + std::to_string(kv.create_revision()) + ")";
+      }
+      return failedPrecondition("this replica is no longer the leader in etcd: " + leaderKey() +
+                                " is held by " + holder + ", not by this replica (created at " +
+                                std::to_string(leaderRevision_.load()) + ")");
     }
     return Status::Ok();
   }
@@ -344,9 +353,17 @@ void EtcdStore::keepLease() {
     }
     if (stopping_) break;
     const std::int64_t lease = lease_;
+    // A renewal is given up in time for the check above to suspend a leader before its lease
+    // could expire.
+    auto timeout = ttl_ / 2;
+    if (leading_ && !suspended_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          validUntil_ - ttl_ / 10 - SteadyClock::now());
+      timeout = std::max(std::chrono::milliseconds(100), std::min(timeout, left));
+    }
     lock.unlock();
     const auto sent = SteadyClock::now();
-    auto ttl = client_->keepAlive(lease);
+    auto ttl = client_->keepAlive(lease, timeout);
     lock.lock();
     if (ttl.ok() && *ttl > 0) {
       validUntil_ = sent + std::chrono::seconds(*ttl);
