@@ -19,6 +19,8 @@ std::unique_ptr<CollectiveTask> makeRabenseifnerAllReduce(transport::Transport& 
                                                           const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeBruckAllGather(transport::Transport& transport,
                                                    const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeHierarchicalBroadcast(transport::Transport& transport,
+                                                          const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeBinomialBroadcast(transport::Transport& transport,
                                                       const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeRingAllGather(transport::Transport& transport,

@@ -15,9 +15,10 @@ Result<Path> choosePath(const tuning::PlanTable& plan, const PathQuery& q) {
         detail::inlineChunking(plan, q.collective, q.count, q.dtype, q.ranks, q.peersReadable);
     if (path.chunking.chunks > 0) return path;
   }
-  // Across hosts with several members on a host, the node-aware allreduce unless the profile
-  // turns it off (`set node_aware off`).
-  if (q.spansHosts && q.collective == Collective::kAllReduce && plan.settings().nodeAware) {
+  // Across hosts with several members on a host, the node-aware allreduce and broadcast unless
+  // the profile turns them off (`set node_aware off`).
+  if (q.spansHosts && plan.settings().nodeAware &&
+      (q.collective == Collective::kAllReduce || q.collective == Collective::kBroadcast)) {
     if (const AlgorithmInfo* hierarchical = findAlgorithm(q.collective, "hierarchical")) {
       path.algorithm = hierarchical;
       return path;

@@ -28,6 +28,10 @@ const std::array kAlgorithms{
                   &makeHierarchicalAllReduce},
     AlgorithmInfo{Collective::kBroadcast, "binomial",
                   "binomial tree from the root; ceil(log2 n) steps", &makeBinomialBroadcast},
+    AlgorithmInfo{Collective::kBroadcast, "hierarchical",
+                  "the root to one member per host, then each of those within its host: the data "
+                  "crosses the network once per host",
+                  &makeHierarchicalBroadcast},
     AlgorithmInfo{Collective::kAllGather, "ring",
                   "each block once around a ring; n-1 steps, bandwidth-optimal",
                   &makeRingAllGather},

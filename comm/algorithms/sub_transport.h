@@ -17,6 +17,8 @@ class SubTransport final : public transport::Transport {
       : parent_(parent), members_(std::move(members)), rank_(rank) {}
 
   int rank() const override { return rank_; }
+  // The parent rank of subgroup rank `r`.
+  int member(int r) const { return members_[static_cast<std::size_t>(r)]; }
   int size() const override { return static_cast<int>(members_.size()); }
   transport::RequestPtr send(int peer, transport::MessageTag tag, const void* data,
                              std::size_t bytes) override {

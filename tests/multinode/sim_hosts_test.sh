@@ -60,12 +60,15 @@ FTCOMM_FR_DIR=$work/fr-collectives run collectives.log --nodes 2 -np 4 -- \
   { cat collectives.log collectives.log.err; fail "the collectives run failed"; }
 [ "$(grep -c '^RESULT rank=[0-3] OK' collectives.log)" -eq 4 ] ||
   { cat collectives.log collectives.log.err; fail "not every rank checked every collective"; }
-# Each rank's exit-0 dump holds its last operations: the world's allreduces went node-aware.
+# Each rank's exit-0 dump holds its last operations: the world's allreduces and broadcasts went
+# node-aware.
 dump=$(ls "$work"/fr-collectives/*.0.ftfr* | head -1)
 "$bin/ftcomm-fr" show "$dump" >dump.txt || { cat dump.txt; fail "ftcomm-fr show $dump"; }
 grep -q "all_reduce .* hierarchical" dump.txt ||
   { tail -20 dump.txt; fail "no allreduce across hosts was node-aware"; }
-echo "collectives: every one correct at 2 hosts x 2 ranks, allreduce node-aware"
+grep -q "broadcast .* hierarchical" dump.txt ||
+  { tail -20 dump.txt; fail "no broadcast across hosts was node-aware"; }
+echo "collectives: every one correct at 2 hosts x 2 ranks, allreduce and broadcast node-aware"
 run collectives8.log --nodes 4 -np 8 -- "$bin/ftcomm-test-comm" --scenario collectives ||
   { cat collectives8.log collectives8.log.err; fail "the 4 x 2 collectives run failed"; }
 [ "$(grep -c '^RESULT rank=[0-7] OK' collectives8.log)" -eq 8 ] ||

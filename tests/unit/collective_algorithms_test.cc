@@ -61,6 +61,42 @@ TEST_CASE("binomial broadcast delivers the root's buffer to every rank, from any
 }
 
 TEST_CASE(
+    "the hierarchical broadcast delivers the root's buffer with the ranks spread over hosts") {
+  const AlgorithmInfo* hierarchical = findAlgorithm(Collective::kBroadcast, "hierarchical");
+  REQUIRE(hierarchical != nullptr);
+  // Blocks of hosts, interleaved hosts, uneven hosts, one host, every rank a host of its own.
+  const std::vector<std::vector<int>> layouts = {
+      {0, 0, 1, 1}, {0, 1, 0, 1},       {0, 0, 0, 1, 1},         {5, 5, 5, 5},
+      {0, 1, 2},    {3, 1, 3, 1, 2, 2}, {0, 0, 1, 1, 2, 2, 3, 3}};
+  for (const auto& hosts : layouts) {
+    const int ranks = static_cast<int>(hosts.size());
+    for (int root = 0; root < ranks; ++root) {
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{100003}}) {
+        LocalFabric fabric(ranks);
+        std::vector<std::vector<std::int32_t>> buffers(static_cast<std::size_t>(ranks),
+                                                       std::vector<std::int32_t>(count, -1));
+        std::vector<std::int32_t> input(count);
+        for (std::size_t i = 0; i < count; ++i) input[i] = static_cast<std::int32_t>(i * 7 + root);
+        std::vector<std::unique_ptr<CollectiveTask>> tasks;
+        for (int r = 0; r < ranks; ++r) {
+          CollectiveArgs args;
+          args.dtype = DataType::kInt32;
+          args.count = count;
+          args.root = root;
+          args.hosts = hosts;
+          args.recv = buffers[static_cast<std::size_t>(r)].data();
+          args.send = r == root ? input.data() : args.recv;
+          tasks.push_back(hierarchical->make(fabric.transport(r), args));
+        }
+        INFO("hosts of " << ranks << " ranks, root=" << root << " count=" << count);
+        REQUIRE(runAll(fabric, tasks).toString() == "OK");
+        for (const auto& buffer : buffers) CHECK(buffer == input);
+      }
+    }
+  }
+}
+
+TEST_CASE(
     "every allgather algorithm puts each block in rank order on every rank, in place or not") {
   for (const AlgorithmInfo& algorithm : allAlgorithms()) {
     if (algorithm.collective != Collective::kAllGather) continue;

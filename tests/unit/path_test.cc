@@ -104,7 +104,9 @@ TEST_CASE("path: a named algorithm survives the text members agree on") {
   CHECK(tuning::profileHash(*again) == tuning::profileHash(*profile));
 }
 
-TEST_CASE("path: across hosts the allreduce is node-aware unless the profile turns it off") {
+TEST_CASE(
+    "path: across hosts the allreduce and broadcast are node-aware unless the profile turns it "
+    "off") {
   auto query = allreduce(std::size_t{4} << 20, false, false);
   query.ranks = 4;
   query.spansHosts = true;
@@ -116,8 +118,15 @@ TEST_CASE("path: across hosts the allreduce is node-aware unless the profile tur
   REQUIRE(path.ok());
   REQUIRE(path->algorithm != nullptr);
   CHECK(path->algorithm->name != "hierarchical");
-  // Other collectives, and a communicator on one host, keep their choices.
   query.collective = Collective::kBroadcast;
+  path = algorithms::choosePath(tableOf("* * * direct\n", 4), query);
+  REQUIRE(path.ok());
+  CHECK(path->algorithm->name == "hierarchical");
+  path = algorithms::choosePath(tableOf("set node_aware off\n* * * direct\n", 4), query);
+  REQUIRE(path.ok());
+  CHECK(path->algorithm->name != "hierarchical");
+  // Other collectives, and a communicator on one host, keep their choices.
+  query.collective = Collective::kAllGather;
   path = algorithms::choosePath(tableOf("* * * direct\n", 4), query);
   REQUIRE(path.ok());
   CHECK(path->algorithm->name != "hierarchical");

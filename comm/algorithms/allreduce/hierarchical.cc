@@ -6,12 +6,10 @@
 // the flat default. An average is summed throughout and divided once at the end, by the whole
 // communicator's size.
 #include <memory>
-#include <set>
-#include <vector>
 
 #include "algorithms/collectives.h"
+#include "algorithms/host_groups.h"
 #include "algorithms/registry.h"
-#include "algorithms/sub_transport.h"
 
 namespace ftcomm::algorithms {
 
@@ -21,28 +19,9 @@ class HierarchicalAllReduce final : public TaskBase {
  public:
   HierarchicalAllReduce(transport::Transport& transport, const CollectiveArgs& args)
       : TaskBase(transport, args) {
-    const int n = transport.size();
-    const int me = transport.rank();
-    auto hostOf = [&](int r) {
-      return args.hosts.size() == static_cast<std::size_t>(n) ? args.hosts[r] : -1 - r;
-    };
-    std::vector<int> local, leaders;
-    std::set<int> seen;
-    int localRank = 0, leaderRank = -1;
-    for (int r = 0; r < n; ++r) {
-      if (hostOf(r) == hostOf(me)) {
-        if (r == me) localRank = static_cast<int>(local.size());
-        local.push_back(r);
-      }
-      if (seen.insert(hostOf(r)).second) {
-        if (r == me) leaderRank = static_cast<int>(leaders.size());
-        leaders.push_back(r);
-      }
-    }
-    local_ = std::make_unique<SubTransport>(transport, std::move(local), localRank);
-    if (leaderRank >= 0) {
-      leaders_ = std::make_unique<SubTransport>(transport, std::move(leaders), leaderRank);
-    }
+    HostGroups groups = groupByHost(transport, args.hosts);
+    local_ = std::move(groups.local);
+    leaders_ = std::move(groups.leaders);
     // The phases work in place on recv, and sum an average.
     phaseArgs_ = args;
     phaseArgs_.send = args.recv;
