@@ -9,20 +9,19 @@
 
 #include "algorithms/collectives.h"
 #include "algorithms/host_groups.h"
+#include "algorithms/phased_task.h"
 #include "algorithms/registry.h"
 
 namespace ftcomm::algorithms {
 
 namespace {
 
-class HierarchicalAllReduce final : public TaskBase {
+class HierarchicalAllReduce final : public PhasedTask {
  public:
   HierarchicalAllReduce(transport::Transport& transport, const CollectiveArgs& args)
-      : TaskBase(transport, args) {
-    HostGroups groups = groupByHost(transport, args.hosts);
-    local_ = std::move(groups.local);
-    leaders_ = std::move(groups.leaders);
-    // The phases work in place on recv, and sum an average.
+      : PhasedTask(transport, args), groups_(groupByHost(transport, args.hosts)) {
+    // The phases work in place on recv, and sum an average. The host's leader is its lowest
+    // rank, so the local reduce and broadcast have their root at 0.
     phaseArgs_ = args;
     phaseArgs_.send = args.recv;
     phaseArgs_.root = 0;
@@ -30,51 +29,25 @@ class HierarchicalAllReduce final : public TaskBase {
     if (phaseArgs_.op == ReduceOp::kAvg) phaseArgs_.op = ReduceOp::kSum;
   }
 
-  Result<bool> advance() override {
-    while (true) {
-      if (phase_ == Phase::kStart) {
-        copyInput();
-        FTCOMM_RETURN_IF_ERROR(startNext());
-        continue;
-      }
-      if (phase_ == Phase::kDone) return finishReduction(args_.recv, args_.count);
-      auto done = current_->advance();
-      if (!done.ok()) return done.status();
-      if (!*done) return false;
-      FTCOMM_RETURN_IF_ERROR(startNext());
-    }
-  }
-
-  bool hasMoreWork() const override { return current_ && current_->hasMoreWork(); }
-
  private:
-  enum class Phase { kStart, kReduce, kAcross, kBroadcast, kDone };
-
-  // Moves to the next phase this rank takes part in, and makes its task.
-  Status startNext() {
-    current_.reset();
-    while (!current_ && phase_ != Phase::kDone) {
-      phase_ = static_cast<Phase>(static_cast<int>(phase_) + 1);
-      const bool together = local_->size() > 1;
-      if (phase_ == Phase::kReduce && together) {
-        current_ = makeBinomialReduce(*local_, phaseArgs_);
-      } else if (phase_ == Phase::kAcross && leaders_ && leaders_->size() > 1) {
-        auto chosen = defaultAlgorithm(Collective::kAllReduce, args_.count * elementBytes_,
-                                       leaders_->size(), false);
-        if (!chosen.ok()) return chosen.status();
-        current_ = (*chosen)->make(*leaders_, phaseArgs_);
-      } else if (phase_ == Phase::kBroadcast && together) {
-        current_ = makeBinomialBroadcast(*local_, phaseArgs_);
-      }
+  void start() override { copyInput(); }
+  int phases() const override { return 3; }
+  Result<std::unique_ptr<CollectiveTask>> makePhase(int index) override {
+    const bool together = groups_.local->size() > 1;
+    if (index == 0 && together) return makeBinomialReduce(*groups_.local, phaseArgs_);
+    if (index == 1 && groups_.leaders && groups_.leaders->size() > 1) {
+      auto chosen = defaultAlgorithm(Collective::kAllReduce, args_.count * elementBytes_,
+                                     groups_.leaders->size(), false);
+      if (!chosen.ok()) return chosen.status();
+      return (*chosen)->make(*groups_.leaders, phaseArgs_);
     }
-    return Status::Ok();
+    if (index == 2 && together) return makeBinomialBroadcast(*groups_.local, phaseArgs_);
+    return std::unique_ptr<CollectiveTask>();
   }
+  Result<bool> finish() override { return finishReduction(args_.recv, args_.count); }
 
-  std::unique_ptr<SubTransport> local_;
-  std::unique_ptr<SubTransport> leaders_;  // null unless this rank leads its host
+  HostGroups groups_;
   CollectiveArgs phaseArgs_;
-  Phase phase_ = Phase::kStart;
-  std::unique_ptr<CollectiveTask> current_;
 };
 
 }  // namespace

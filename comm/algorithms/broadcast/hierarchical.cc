@@ -6,77 +6,50 @@
 
 #include "algorithms/collectives.h"
 #include "algorithms/host_groups.h"
+#include "algorithms/phased_task.h"
 #include "algorithms/registry.h"
 
 namespace ftcomm::algorithms {
 
 namespace {
 
-class HierarchicalBroadcast final : public TaskBase {
+class HierarchicalBroadcast final : public PhasedTask {
  public:
   HierarchicalBroadcast(transport::Transport& transport, const CollectiveArgs& args)
-      : TaskBase(transport, args) {
-    HostGroups groups = groupByHost(transport, args.hosts, args.root);
-    local_ = std::move(groups.local);
-    leaders_ = std::move(groups.leaders);
+      : PhasedTask(transport, args), groups_(groupByHost(transport, args.hosts, args.root)) {
     // Both phases work in place on recv; the root's data is copied there first.
     acrossArgs_ = args;
     acrossArgs_.send = args.recv;
     acrossArgs_.hosts = {};
     localArgs_ = acrossArgs_;
-    localArgs_.root = groups.localLeader;
-    if (leaders_) {
-      // The root leads its host, so it is a leader; find its index among them.
-      acrossArgs_.root = 0;
-      for (int i = 0; i < leaders_->size(); ++i) {
-        if (leaders_->member(i) == args.root) acrossArgs_.root = i;
-      }
+    localArgs_.root = groups_.localLeader;
+    // The root leads its host, so it is among the leaders.
+    for (int i = 0; groups_.leaders && i < groups_.leaders->size(); ++i) {
+      if (groups_.leaders->member(i) == args.root) acrossArgs_.root = i;
     }
   }
-
-  Result<bool> advance() override {
-    while (true) {
-      if (phase_ == Phase::kStart) {
-        if (transport_.rank() == args_.root) copyInput();
-        FTCOMM_RETURN_IF_ERROR(startNext());
-        continue;
-      }
-      if (phase_ == Phase::kDone) return true;
-      auto done = current_->advance();
-      if (!done.ok()) return done.status();
-      if (!*done) return false;
-      FTCOMM_RETURN_IF_ERROR(startNext());
-    }
-  }
-
-  bool hasMoreWork() const override { return current_ && current_->hasMoreWork(); }
 
  private:
-  enum class Phase { kStart, kAcross, kLocal, kDone };
-
-  // Moves to the next phase this rank takes part in, and makes its task.
-  Status startNext() {
-    current_.reset();
-    while (!current_ && phase_ != Phase::kDone) {
-      phase_ = static_cast<Phase>(static_cast<int>(phase_) + 1);
-      if (phase_ == Phase::kAcross && leaders_ && leaders_->size() > 1) {
-        auto chosen = defaultAlgorithm(Collective::kBroadcast, args_.count * elementBytes_,
-                                       leaders_->size(), false);
-        if (!chosen.ok()) return chosen.status();
-        current_ = (*chosen)->make(*leaders_, acrossArgs_);
-      } else if (phase_ == Phase::kLocal && local_->size() > 1) {
-        current_ = makeBinomialBroadcast(*local_, localArgs_);
-      }
+  void start() override {
+    if (transport_.rank() == args_.root) copyInput();
+  }
+  int phases() const override { return 2; }
+  Result<std::unique_ptr<CollectiveTask>> makePhase(int index) override {
+    if (index == 0 && groups_.leaders && groups_.leaders->size() > 1) {
+      auto chosen = defaultAlgorithm(Collective::kBroadcast, args_.count * elementBytes_,
+                                     groups_.leaders->size(), false);
+      if (!chosen.ok()) return chosen.status();
+      return (*chosen)->make(*groups_.leaders, acrossArgs_);
     }
-    return Status::Ok();
+    if (index == 1 && groups_.local->size() > 1) {
+      return makeBinomialBroadcast(*groups_.local, localArgs_);
+    }
+    return std::unique_ptr<CollectiveTask>();
   }
 
-  std::unique_ptr<SubTransport> local_;
-  std::unique_ptr<SubTransport> leaders_;  // null unless this rank leads its host
+  HostGroups groups_;
   CollectiveArgs acrossArgs_;
   CollectiveArgs localArgs_;
-  Phase phase_ = Phase::kStart;
-  std::unique_ptr<CollectiveTask> current_;
 };
 
 }  // namespace
