@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <unordered_map>
 
+#include "rendezvous/address_list.h"
 #include "rendezvous/client_calls.h"
 #include "rendezvous/grpc_status.h"
 
@@ -41,18 +43,10 @@ std::string hostName() {
 
 Result<std::unique_ptr<RendezvousClient>> RendezvousClient::create(ClientOptions options) {
   if (options.address.empty()) return invalidArgument("rendezvous address is empty");
-  std::vector<std::string> addresses;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = options.address.find(',', start);
-    std::string one =
-        options.address.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (one.empty()) {
-      return invalidArgument("rendezvous address '" + options.address +
-                             "' has an empty entry; want HOST:PORT[,HOST:PORT...]");
-    }
-    addresses.push_back(std::move(one));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  std::vector<std::string> addresses = splitList(options.address);
+  if (std::find(addresses.begin(), addresses.end(), "") != addresses.end()) {
+    return invalidArgument("rendezvous address '" + options.address +
+                           "' has an empty entry; want HOST:PORT[,HOST:PORT...]");
   }
   if (options.jobId.empty()) return invalidArgument("job id is empty");
   if (options.callTimeout <= std::chrono::milliseconds(0)) {
@@ -72,11 +66,10 @@ RendezvousClient::RendezvousClient(ClientOptions options, std::vector<std::strin
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   args.SetMaxReceiveMessageSize(64 << 20);
-  for (auto& address : addresses) {
+  for (const auto& address : addresses) {
     Replica replica;
     replica.channel = grpc::CreateCustomChannel(address, credentials, args);
     replica.stub = pb::Rendezvous::NewStub(replica.channel);
-    replica.address = std::move(address);
     replicas_.push_back(std::move(replica));
   }
 }
@@ -165,7 +158,7 @@ Status RendezvousClient::invoke(const char* name, Rpc rpc, Request& request, Res
     moveOn(at);
     // A standby replica refuses before doing anything, so even a call that must not be repeated
     // goes on to the next one.
-    if (!repeatable && last.message().find("stands by") == std::string::npos) break;
+    if (!repeatable && last.message().find(kStandbyRefusal) == std::string::npos) break;
     // The server went away mid-call (e.g. a restart): the call is safe to repeat.
     if (!sleepUnlessStopping(std::min(backoff, remaining))) break;
     backoff = std::min(backoff * 2, kMaxBackoff);

@@ -121,7 +121,6 @@ class RendezvousClient {
                    std::shared_ptr<grpc::ChannelCredentials> credentials);
 
   struct Replica {
-    std::string address;
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<pb::Rendezvous::Stub> stub;
   };

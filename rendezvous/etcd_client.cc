@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "rendezvous/address_list.h"
 #include "rendezvous/grpc_status.h"
 
 namespace ftcomm::rendezvous {
@@ -19,22 +20,14 @@ Result<std::vector<std::string>> parseEtcdUrl(const std::string& url) {
   if (url.rfind(kScheme, 0) != 0) {
     return invalidArgument("store '" + url + "': want etcd://HOST:PORT[,HOST:PORT...]");
   }
-  std::vector<std::string> endpoints;
-  std::string rest = url.substr(kScheme.size());
-  std::size_t start = 0;
-  while (start <= rest.size()) {
-    const std::size_t comma = rest.find(',', start);
-    const std::string endpoint =
-        rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  std::vector<std::string> endpoints = splitList(std::string_view(url).substr(kScheme.size()));
+  for (const std::string& endpoint : endpoints) {
     const std::size_t colon = endpoint.rfind(':');
     if (endpoint.empty() || colon == std::string::npos || colon == 0 ||
         colon + 1 == endpoint.size() ||
         endpoint.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
       return invalidArgument("store '" + url + "': '" + endpoint + "' is not HOST:PORT");
     }
-    endpoints.push_back(endpoint);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return endpoints;
 }
@@ -112,12 +105,14 @@ Status EtcdClient::attempt(const char* name, const Call& call, std::chrono::mill
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
   }
-  return Status(
-      last.code(), std::string("etcd ") + name + " (endpoints " + [&] {
-        std::string all;
-        for (const auto& e : options_.endpoints) all += (all.empty() ? "" : ",") + e;
-        return all;
-      }() + "): " + last.message());
+  return Status(last.code(), std::string("etcd ") + name + " (endpoints " + endpointList() +
+                                 "): " + last.message());
+}
+
+std::string EtcdClient::endpointList() const {
+  std::string all;
+  for (const auto& endpoint : options_.endpoints) all += (all.empty() ? "" : ",") + endpoint;
+  return all;
 }
 
 Result<etcdpb::RangeResponse> EtcdClient::range(const std::string& key,
@@ -136,18 +131,6 @@ Result<etcdpb::TxnResponse> EtcdClient::txn(const etcdpb::TxnRequest& request) {
   etcdpb::TxnResponse response;
   FTCOMM_RETURN_IF_ERROR(withFailover("txn", [&](Endpoint& e, grpc::ClientContext& c) {
     return e.kv->Txn(&c, request, &response);
-  }));
-  return response;
-}
-
-Result<etcdpb::DeleteRangeResponse> EtcdClient::deleteRange(const std::string& key,
-                                                            const std::string& rangeEnd) {
-  etcdpb::DeleteRangeRequest request;
-  request.set_key(key);
-  request.set_range_end(rangeEnd);
-  etcdpb::DeleteRangeResponse response;
-  FTCOMM_RETURN_IF_ERROR(withFailover("delete", [&](Endpoint& e, grpc::ClientContext& c) {
-    return e.kv->DeleteRange(&c, request, &response);
   }));
   return response;
 }

@@ -1,4 +1,4 @@
-// A small client of etcd's v3 gRPC API: ranges, transactions, deletes and leases, each with a
+// A small client of etcd's v3 gRPC API: ranges, transactions and leases, each with a
 // deadline. It holds one channel per endpoint and goes to the next endpoint when a call fails
 // UNAVAILABLE (a member down or cut off from the cluster's leader), so one etcd member's loss is
 // ridden out; every call it makes is safe to repeat (puts of fixed keys, guarded transactions).
@@ -41,15 +41,14 @@ class EtcdClient {
 
   Result<etcdpb::RangeResponse> range(const std::string& key, const std::string& rangeEnd = "");
   Result<etcdpb::TxnResponse> txn(const etcdpb::TxnRequest& request);
-  Result<etcdpb::DeleteRangeResponse> deleteRange(const std::string& key,
-                                                  const std::string& rangeEnd);
   // A lease of at least `ttl` (etcd may grant more: its minimum grows with its election timeout).
   Result<etcdpb::LeaseGrantResponse> grantLease(std::chrono::seconds ttl);
   // One renewal, given up after `timeout`; the TTL left afterwards (0: the lease is gone).
   Result<std::int64_t> keepAlive(std::int64_t lease, std::chrono::milliseconds timeout);
   Status revokeLease(std::int64_t lease);
 
-  const std::vector<std::string>& endpoints() const { return options_.endpoints; }
+  // "HOST:PORT,HOST:PORT", for messages.
+  std::string endpointList() const;
 
  private:
   struct Endpoint {

@@ -1,14 +1,14 @@
 // EtcdStore: the rendezvous's state in etcd, so that several ftcomm-rendezvous replicas serve
 // the same jobs and losing one (or one etcd member) loses nothing.
 //
-// Leadership. One replica serves at a time: the one holding the key PREFIX/leader, created in a
-// transaction only where it is absent and bound to an etcd lease the replica keeps alive. The
-// others stand by, polling the key; they answer every call UNAVAILABLE naming the leader, and
-// clients move on along their list of replicas. When the leader dies its lease runs out (the
-// TTL, at least etcd's minimum), the key goes, and a standby takes it, loads every job and
-// serves. A leader that cannot renew its lease stops before the lease could have expired in
-// etcd, so two replicas never serve at once; every write is also a transaction that holds only
-// while the key is still the one this replica created (fencing).
+// Leadership (etcd_leadership.h). One replica serves at a time: the one holding the key
+// PREFIX/leader, created in a transaction only where it is absent and bound to an etcd lease the
+// replica keeps alive. The others stand by, polling the key; they answer every call UNAVAILABLE
+// naming the leader, and clients move on along their list of replicas. When the leader dies its
+// lease runs out (the TTL, at least etcd's minimum), the key goes, and a standby takes it, loads
+// every job and serves. A leader that cannot renew its lease stops before the lease could have
+// expired in etcd, so two replicas never serve at once; every write is also a transaction that
+// holds only while the key is still the one this replica created (fencing).
 //
 // Layout, under PREFIX (default /ftcomm/): jobs/JOB/r/SEQ holds one journal record (SEQ is 16
 // hex digits, in order) and jobs/JOB/s a snapshot that replaces the records before it. A commit

@@ -35,11 +35,7 @@ Status Job::restore(const std::vector<pb::JournalRecord>& records, Clock::time_p
     }
     if (record.has_event()) {
       lastRevision_ = std::max(lastRevision_, record.event().revision());
-      kept_.push_back(record.event());
-      if (kept_.size() > kKeptEvents) {
-        keptAfter_ = kept_.front().revision();
-        kept_.pop_front();
-      }
+      keep(record.event());
       continue;
     }
     state_.apply(record);
@@ -157,14 +153,18 @@ std::size_t Job::memberCount() {
   return static_cast<std::size_t>(state_.view().members_size());
 }
 
+void Job::keep(const pb::Event& event) {
+  kept_.push_back(event);
+  if (kept_.size() > kKeptEvents) {
+    keptAfter_ = kept_.front().revision();
+    kept_.pop_front();
+  }
+}
+
 void Job::recordEvents(Effects& effects) {
   for (auto& event : effects.events) {
     event.set_revision(++lastRevision_);
-    kept_.push_back(event);
-    if (kept_.size() > kKeptEvents) {
-      keptAfter_ = kept_.front().revision();
-      kept_.pop_front();
-    }
+    keep(event);
     if (store_ != nullptr) *effects.journal.emplace_back().mutable_event() = event;
   }
 }

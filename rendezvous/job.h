@@ -87,6 +87,8 @@ class Job {
   // Requires mu_; moves the replies it resolves into `ready`, to be finished after unlocking.
   void carryOut(Effects& effects, std::vector<ReadyReply>& ready);
   static void finish(std::vector<ReadyReply>& ready);
+  // Requires mu_. Adds an event to the kept ones, dropping the oldest beyond kKeptEvents.
+  void keep(const pb::Event& event);
   // Requires mu_. Numbers the events, keeps them, and adds them to the records to log.
   void recordEvents(Effects& effects);
   // Requires mu_. Writes the records; drops the stored state of a job that is over.

@@ -37,33 +37,31 @@ Result<std::size_t> RendezvousService::restoreState() {
   return restored;
 }
 
-void RendezvousService::resumeServing() {
+std::vector<Job*> RendezvousService::allJobs() {
   std::vector<Job*> jobs;
-  {
-    std::lock_guard lock(jobsMu_);
-    for (auto& [id, job] : jobs_) jobs.push_back(job.get());
-  }
-  for (Job* job : jobs) job->restartLeases(Clock::now());
+  std::lock_guard lock(jobsMu_);
+  for (auto& [id, job] : jobs_) jobs.push_back(job.get());
+  return jobs;
+}
+
+void RendezvousService::resumeServing() {
+  const auto now = Clock::now();
+  for (Job* job : allJobs()) job->restartLeases(now);
   serving_.store(true);
 }
 
 void RendezvousService::tick() {
   // A standby or suspended replica refuses heartbeats, so it must not expire leases either.
   if (!serving_.load()) return;
-  std::vector<Job*> jobs;
-  {
-    std::lock_guard lock(jobsMu_);
-    for (auto& [id, job] : jobs_) jobs.push_back(job.get());
-  }
   const auto now = Clock::now();
-  for (Job* job : jobs) job->tick(now);
+  for (Job* job : allJobs()) job->tick(now);
 }
 
 Result<Job*> RendezvousService::authorize(const std::string& jobId, const std::string& token,
                                           bool create) {
   if (!serving_.load()) {
     std::lock_guard lock(standbyMu_);
-    return unavailable("this rendezvous replica stands by; the one serving is " + leader_);
+    return unavailable(std::string(kStandbyRefusal) + "; the one serving is " + leader_);
   }
   FTCOMM_RETURN_IF_ERROR(validateJobId(jobId));
   FTCOMM_RETURN_IF_ERROR(options_.tokens.check(jobId, token));

@@ -82,6 +82,8 @@ class RendezvousService final : public pb::Rendezvous::CallbackService {
                                   pb::LeaveResponse* response) override;
 
  private:
+  // Every job, for work done on each outside jobsMu_ (jobs are never removed).
+  std::vector<Job*> allJobs();
   // The job named by a request, after the id and token checks; created only by Join.
   Result<Job*> authorize(const std::string& jobId, const std::string& token, bool create);
   Result<Job*> authorize(const pb::Caller& caller) {
