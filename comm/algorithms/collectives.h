@@ -15,6 +15,12 @@ std::unique_ptr<CollectiveTask> makeRecursiveDoublingAllReduce(transport::Transp
                                                                const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeHierarchicalAllReduce(transport::Transport& transport,
                                                           const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeSplitAllReduce(transport::Transport& transport,
+                                                   const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeHierarchicalAllGather(transport::Transport& transport,
+                                                          const CollectiveArgs& args);
+std::unique_ptr<CollectiveTask> makeHierarchicalReduceScatter(transport::Transport& transport,
+                                                              const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeRabenseifnerAllReduce(transport::Transport& transport,
                                                           const CollectiveArgs& args);
 std::unique_ptr<CollectiveTask> makeBruckAllGather(transport::Transport& transport,

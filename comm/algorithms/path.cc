@@ -15,11 +15,14 @@ Result<Path> choosePath(const tuning::PlanTable& plan, const PathQuery& q) {
         detail::inlineChunking(plan, q.collective, q.count, q.dtype, q.ranks, q.peersReadable);
     if (path.chunking.chunks > 0) return path;
   }
-  // Across hosts with several members on a host, the node-aware allreduce and broadcast unless
-  // the profile turns them off (`set node_aware off`).
-  if (q.spansHosts && plan.settings().nodeAware &&
-      (q.collective == Collective::kAllReduce || q.collective == Collective::kBroadcast)) {
-    if (const AlgorithmInfo* hierarchical = findAlgorithm(q.collective, "hierarchical")) {
+  // Across hosts with several members on a host, the node-aware collectives unless the profile
+  // turns them off (`set node_aware off`); an allreduce from `node_aware_split_from` bytes in
+  // their split form.
+  if (q.spansHosts && plan.settings().nodeAware) {
+    const bool split =
+        q.collective == Collective::kAllReduce && q.bytes >= plan.settings().nodeAwareSplitFrom;
+    if (const AlgorithmInfo* hierarchical =
+            findAlgorithm(q.collective, split ? "hierarchical_split" : "hierarchical")) {
       path.algorithm = hierarchical;
       return path;
     }

@@ -80,6 +80,19 @@ const std::array kAlgorithms{
     AlgorithmInfo{Collective::kAllToAllV, "pairwise",
                   "step s pairs rank r with r+s and r-s, blocks of any size; n-1 steps",
                   &makePairwiseAllToAllV},
+    AlgorithmInfo{Collective::kAllReduce, "hierarchical_split",
+                  "reduce-scatter within each host, allreduce of each piece across hosts by the "
+                  "members at its place, allgather within each host: every member carries a "
+                  "share between hosts (hosts of one size; otherwise as hierarchical)",
+                  &makeSplitAllReduce},
+    AlgorithmInfo{Collective::kAllGather, "hierarchical",
+                  "gather to each host's first member, allgather among those across hosts, "
+                  "broadcast within each host: each block crosses the network once per host",
+                  &makeHierarchicalAllGather},
+    AlgorithmInfo{Collective::kReduceScatter, "hierarchical",
+                  "reduce to each host's first member, reduce-scatter of the hosts' blocks among "
+                  "those across hosts, scatter within each host",
+                  &makeHierarchicalReduceScatter},
 };
 
 // Below kAllReduceSmallBytes a whole-vector exchange per step beats the ring's 2(n-1) steps; up

@@ -107,9 +107,14 @@ struct Settings {
   // then surfaces at the root's next use of the slot. Its next post first checks the peers'
   // posts of the round before, a wait the members' exchange otherwise hides.
   bool rootReturnsAtPost = false;
-  // A communicator whose members span hosts, with several on some host, allreduces node-aware
-  // (algorithms "hierarchical"): within each host over shared memory, across hosts once per host.
+  // A communicator whose members span hosts, with several on some host, runs its allreduce,
+  // broadcast, allgather and reduce-scatter node-aware (algorithms "hierarchical"): within each
+  // host over shared memory, across hosts once per host.
   bool nodeAware = true;
+  // From this many bytes a node-aware allreduce reduce-scatters within each host and allreduces
+  // the pieces across hosts from every member ("hierarchical_split"), instead of reducing to one
+  // member per host and broadcasting from it. kUnbounded: never.
+  std::size_t nodeAwareSplitFrom = std::size_t{64} << 10;
   // Bulk copies (transport/copy_bytes.h): from `copyLoopFrom` the AVX2 loop instead of memcpy,
   // from `copyAroundCacheFrom` (and within a larger move from `copyPartAroundCacheFrom`) stores
   // around the cache, from `copyPiecesFrom` memcpy in 512 KiB pieces. kUnbounded: never.

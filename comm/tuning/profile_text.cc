@@ -158,6 +158,7 @@ const std::array kSettings{
     enumSetting<&Settings::callerOnly, kSwitches>("caller_only"),
     enumSetting<&Settings::rootReturnsAtPost, kSwitches>("root_returns_at_post"),
     enumSetting<&Settings::nodeAware, kSwitches>("node_aware"),
+    bytesSetting<&Settings::nodeAwareSplitFrom, true>("node_aware_split_from"),
     bytesSetting<&Settings::copyLoopFrom, true>("copy_loop_from"),
     bytesSetting<&Settings::copyAroundCacheFrom, true>("copy_around_cache_from"),
     bytesSetting<&Settings::copyPartAroundCacheFrom, true>("copy_part_around_cache_from"),

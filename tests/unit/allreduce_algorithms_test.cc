@@ -90,27 +90,29 @@ TEST_CASE("every allreduce algorithm matches the reference on 1 to 8 ranks") {
   }
 }
 
-TEST_CASE("the hierarchical allreduce matches the reference with the ranks spread over hosts") {
-  const AlgorithmInfo* hierarchical = findAlgorithm(Collective::kAllReduce, "hierarchical");
-  REQUIRE(hierarchical != nullptr);
+TEST_CASE("both node-aware allreduces match the reference with the ranks spread over hosts") {
   // Blocks of hosts, interleaved hosts, uneven hosts, one host, every rank a host of its own.
-  const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1},      {0, 1, 0, 1},
-                                                 {0, 0, 0, 1, 1},   {5, 5, 5, 5},
-                                                 {0, 1, 2},         {0, 0, 1, 1, 2, 2, 3, 3},
-                                                 {3, 1, 3, 1, 2, 2}};
-  for (const auto& hosts : layouts) {
-    const int ranks = static_cast<int>(hosts.size());
-    for (std::size_t count :
-         {std::size_t{0}, std::size_t{1}, std::size_t{1023}, std::size_t{100003}}) {
-      for (bool inPlace : {false, true}) {
-        checkAllReduce<std::int32_t>(*hierarchical, DataType::kInt32, ReduceOp::kSum, ranks, count,
-                                     inPlace, 0, false, hosts);
+  const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1},       {0, 1, 0, 1},
+                                                 {0, 0, 0, 1, 1},    {5, 5, 5, 5},
+                                                 {0, 1, 2},          {0, 0, 1, 1, 2, 2, 3, 3},
+                                                 {3, 1, 3, 1, 2, 2}, {0, 1, 2, 0, 1, 2}};
+  for (const char* name : {"hierarchical", "hierarchical_split"}) {
+    const AlgorithmInfo* algorithm = findAlgorithm(Collective::kAllReduce, name);
+    REQUIRE(algorithm != nullptr);
+    for (const auto& hosts : layouts) {
+      const int ranks = static_cast<int>(hosts.size());
+      for (std::size_t count :
+           {std::size_t{0}, std::size_t{1}, std::size_t{1023}, std::size_t{100003}}) {
+        for (bool inPlace : {false, true}) {
+          checkAllReduce<std::int32_t>(*algorithm, DataType::kInt32, ReduceOp::kSum, ranks, count,
+                                       inPlace, 0, false, hosts);
+        }
       }
+      checkAllReduce<float>(*algorithm, DataType::kFloat32, ReduceOp::kAvg, ranks, 4096, false, 0,
+                            false, hosts);
+      checkAllReduce<std::int64_t>(*algorithm, DataType::kInt64, ReduceOp::kMax, ranks, 513, true,
+                                   0, false, hosts);
     }
-    checkAllReduce<float>(*hierarchical, DataType::kFloat32, ReduceOp::kAvg, ranks, 4096, false, 0,
-                          false, hosts);
-    checkAllReduce<std::int64_t>(*hierarchical, DataType::kInt64, ReduceOp::kMax, ranks, 513, true,
-                                 0, false, hosts);
   }
 }
 

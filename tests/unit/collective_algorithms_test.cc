@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <span>
 #include <vector>
 
 #include "algorithms/registry.h"
@@ -25,6 +26,80 @@ std::vector<const AlgorithmInfo*> algorithmsOf(Collective collective) {
   REQUIRE_FALSE(found.empty());
   return found;
 }
+
+// Runs `algorithm` as an allgather of `count` floats a rank and checks every rank's result;
+// `hosts` places the ranks on hosts for the node-aware algorithms.
+void checkAllGather(const AlgorithmInfo& algorithm, int ranks, std::size_t count, bool inPlace,
+                    std::span<const int> hosts = {}) {
+  LocalFabric fabric(ranks);
+  const std::size_t total = count * static_cast<std::size_t>(ranks);
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(ranks),
+                                      std::vector<float>(total, -1.0f));
+  std::vector<std::vector<float>> own(static_cast<std::size_t>(ranks));
+  std::vector<float> expected(total);
+  std::vector<std::unique_ptr<CollectiveTask>> tasks;
+  for (int r = 0; r < ranks; ++r) {
+    auto& mine = own[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < count; ++i) {
+      mine.push_back(static_cast<float>(r) * 1000.0f + static_cast<float>(i));
+      expected[static_cast<std::size_t>(r) * count + i] = mine.back();
+    }
+    auto& result = out[static_cast<std::size_t>(r)];
+    if (inPlace)
+      std::copy(mine.begin(), mine.end(),
+                result.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * count));
+    CollectiveArgs args;
+    args.dtype = DataType::kFloat32;
+    args.count = count;
+    args.hosts = hosts;
+    args.recv = result.data();
+    args.send = inPlace ? result.data() + static_cast<std::size_t>(r) * count : mine.data();
+    tasks.push_back(algorithm.make(fabric.transport(r), args));
+  }
+  INFO(algorithm.name << " ranks=" << ranks << " count=" << count << (inPlace ? " in place" : ""));
+  REQUIRE(runAll(fabric, tasks).toString() == "OK");
+  for (const auto& result : out) CHECK(result == expected);
+}
+
+// Runs `algorithm` as a reduce-scatter (an average) of `count` doubles a rank and checks that
+// rank r holds block r; `hosts` places the ranks on hosts for the node-aware algorithms.
+void checkReduceScatter(const AlgorithmInfo& algorithm, int ranks, std::size_t count,
+                        std::span<const int> hosts = {}) {
+  LocalFabric fabric(ranks);
+  const std::size_t total = count * static_cast<std::size_t>(ranks);
+  std::vector<std::vector<double>> in(static_cast<std::size_t>(ranks)), out(in.size());
+  std::vector<double> sum(total, 0.0);
+  std::vector<std::unique_ptr<CollectiveTask>> tasks;
+  for (int r = 0; r < ranks; ++r) {
+    auto& mine = in[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < total; ++i) {
+      mine.push_back(static_cast<double>(i) + 0.5 * r);
+      sum[i] += mine.back();
+    }
+    out[static_cast<std::size_t>(r)].assign(count, -1.0);
+    CollectiveArgs args;
+    args.dtype = DataType::kFloat64;
+    args.op = ReduceOp::kAvg;
+    args.count = count;
+    args.hosts = hosts;
+    args.send = mine.data();
+    args.recv = out[static_cast<std::size_t>(r)].data();
+    tasks.push_back(algorithm.make(fabric.transport(r), args));
+  }
+  INFO(algorithm.name << " ranks=" << ranks << " count=" << count);
+  REQUIRE(runAll(fabric, tasks).toString() == "OK");
+  for (int r = 0; r < ranks; ++r) {
+    for (std::size_t i = 0; i < count; ++i) {
+      CHECK(out[static_cast<std::size_t>(r)][i] ==
+            Approx(sum[static_cast<std::size_t>(r) * count + i] / ranks));
+    }
+  }
+}
+
+// Blocks of hosts, interleaved hosts, uneven hosts, one host, every rank a host of its own.
+const std::vector<std::vector<int>> kHostLayouts = {
+    {0, 0, 1, 1}, {0, 1, 0, 1},       {0, 0, 0, 1, 1},         {5, 5, 5, 5},
+    {0, 1, 2},    {3, 1, 3, 1, 2, 2}, {0, 0, 1, 1, 2, 2, 3, 3}};
 
 }  // namespace
 
@@ -64,11 +139,7 @@ TEST_CASE(
     "the hierarchical broadcast delivers the root's buffer with the ranks spread over hosts") {
   const AlgorithmInfo* hierarchical = findAlgorithm(Collective::kBroadcast, "hierarchical");
   REQUIRE(hierarchical != nullptr);
-  // Blocks of hosts, interleaved hosts, uneven hosts, one host, every rank a host of its own.
-  const std::vector<std::vector<int>> layouts = {
-      {0, 0, 1, 1}, {0, 1, 0, 1},       {0, 0, 0, 1, 1},         {5, 5, 5, 5},
-      {0, 1, 2},    {3, 1, 3, 1, 2, 2}, {0, 0, 1, 1, 2, 2, 3, 3}};
-  for (const auto& hosts : layouts) {
+  for (const auto& hosts : kHostLayouts) {
     const int ranks = static_cast<int>(hosts.size());
     for (int root = 0; root < ranks; ++root) {
       for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{100003}}) {
@@ -98,41 +169,25 @@ TEST_CASE(
 
 TEST_CASE(
     "every allgather algorithm puts each block in rank order on every rank, in place or not") {
-  for (const AlgorithmInfo& algorithm : allAlgorithms()) {
-    if (algorithm.collective != Collective::kAllGather) continue;
+  for (const AlgorithmInfo* algorithm : algorithmsOf(Collective::kAllGather)) {
     for (int ranks = 1; ranks <= 8; ++ranks) {
       for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{333}}) {
-        for (bool inPlace : {false, true}) {
-          LocalFabric fabric(ranks);
-          const std::size_t total = count * static_cast<std::size_t>(ranks);
-          std::vector<std::vector<float>> out(static_cast<std::size_t>(ranks),
-                                              std::vector<float>(total, -1.0f));
-          std::vector<std::vector<float>> own(static_cast<std::size_t>(ranks));
-          std::vector<float> expected(total);
-          std::vector<std::unique_ptr<CollectiveTask>> tasks;
-          for (int r = 0; r < ranks; ++r) {
-            auto& mine = own[static_cast<std::size_t>(r)];
-            for (std::size_t i = 0; i < count; ++i) {
-              mine.push_back(static_cast<float>(r) * 1000.0f + static_cast<float>(i));
-              expected[static_cast<std::size_t>(r) * count + i] = mine.back();
-            }
-            auto& result = out[static_cast<std::size_t>(r)];
-            if (inPlace)
-              std::copy(mine.begin(), mine.end(),
-                        result.begin() +
-                            static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * count));
-            CollectiveArgs args;
-            args.dtype = DataType::kFloat32;
-            args.count = count;
-            args.recv = result.data();
-            args.send = inPlace ? result.data() + static_cast<std::size_t>(r) * count : mine.data();
-            tasks.push_back(algorithm.make(fabric.transport(r), args));
-          }
-          INFO(algorithm.name << " ranks=" << ranks << " count=" << count
-                              << (inPlace ? " in place" : ""));
-          REQUIRE(runAll(fabric, tasks).toString() == "OK");
-          for (const auto& result : out) CHECK(result == expected);
-        }
+        for (bool inPlace : {false, true}) checkAllGather(*algorithm, ranks, count, inPlace);
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "the hierarchical allgather puts each block in rank order with the ranks spread over "
+    "hosts") {
+  const AlgorithmInfo* hierarchical = findAlgorithm(Collective::kAllGather, "hierarchical");
+  REQUIRE(hierarchical != nullptr);
+  for (const auto& hosts : kHostLayouts) {
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{10007}}) {
+      for (bool inPlace : {false, true}) {
+        INFO("hosts of " << hosts.size() << " ranks");
+        checkAllGather(*hierarchical, static_cast<int>(hosts.size()), count, inPlace, hosts);
       }
     }
   }
@@ -246,41 +301,25 @@ TEST_CASE("every reduce algorithm leaves the average on the root, split among th
   }
 }
 
-TEST_CASE("ring reduce-scatter leaves block r of the reduction on rank r") {
-  for (const AlgorithmInfo* each : algorithmsOf(Collective::kReduceScatter)) {
-    const AlgorithmInfo& algorithm = *each;
-    INFO(algorithm.name);
+TEST_CASE("every reduce-scatter algorithm leaves block r of the reduction on rank r") {
+  for (const AlgorithmInfo* algorithm : algorithmsOf(Collective::kReduceScatter)) {
     for (int ranks = 1; ranks <= 8; ++ranks) {
       for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{300}}) {
-        LocalFabric fabric(ranks);
-        const std::size_t total = count * static_cast<std::size_t>(ranks);
-        std::vector<std::vector<double>> in(static_cast<std::size_t>(ranks)), out(in.size());
-        std::vector<double> sum(total, 0.0);
-        std::vector<std::unique_ptr<CollectiveTask>> tasks;
-        for (int r = 0; r < ranks; ++r) {
-          auto& mine = in[static_cast<std::size_t>(r)];
-          for (std::size_t i = 0; i < total; ++i) {
-            mine.push_back(static_cast<double>(i) + 0.5 * r);
-            sum[i] += mine.back();
-          }
-          out[static_cast<std::size_t>(r)].assign(count, -1.0);
-          CollectiveArgs args;
-          args.dtype = DataType::kFloat64;
-          args.op = ReduceOp::kAvg;
-          args.count = count;
-          args.send = mine.data();
-          args.recv = out[static_cast<std::size_t>(r)].data();
-          tasks.push_back(algorithm.make(fabric.transport(r), args));
-        }
-        INFO("ranks=" << ranks << " count=" << count);
-        REQUIRE(runAll(fabric, tasks).toString() == "OK");
-        for (int r = 0; r < ranks; ++r) {
-          for (std::size_t i = 0; i < count; ++i) {
-            CHECK(out[static_cast<std::size_t>(r)][i] ==
-                  Approx(sum[static_cast<std::size_t>(r) * count + i] / ranks));
-          }
-        }
+        checkReduceScatter(*algorithm, ranks, count);
       }
+    }
+  }
+}
+
+TEST_CASE(
+    "the hierarchical reduce-scatter leaves block r on rank r with the ranks spread over "
+    "hosts") {
+  const AlgorithmInfo* hierarchical = findAlgorithm(Collective::kReduceScatter, "hierarchical");
+  REQUIRE(hierarchical != nullptr);
+  for (const auto& hosts : kHostLayouts) {
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{10007}}) {
+      INFO("hosts of " << hosts.size() << " ranks");
+      checkReduceScatter(*hierarchical, static_cast<int>(hosts.size()), count, hosts);
     }
   }
 }

@@ -83,7 +83,7 @@ TEST_CASE("path: a message band takes the algorithm its rule names") {
 TEST_CASE("path: a rule's algorithm is checked when the file is read, naming the line") {
   CHECK(errorOf("allreduce 2 * message algorithm=bogus\n") ==
         "t.rules:2: 'bogus' is not a message algorithm of allreduce; known: ring "
-        "recursive_doubling rabenseifner hierarchical");
+        "recursive_doubling rabenseifner hierarchical hierarchical_split");
   CHECK(errorOf("allreduce 2 * message algorithm=direct\n")
             .rfind("t.rules:2: 'direct' is not a message algorithm of allreduce", 0) == 0);
   CHECK(errorOf("* 2 * message algorithm=ring\n") ==
@@ -105,33 +105,34 @@ TEST_CASE("path: a named algorithm survives the text members agree on") {
 }
 
 TEST_CASE(
-    "path: across hosts the allreduce and broadcast are node-aware unless the profile turns it "
-    "off") {
+    "path: across hosts the collectives are node-aware unless the profile turns it off, an "
+    "allreduce split from its threshold") {
   auto query = allreduce(std::size_t{4} << 20, false, false);
   query.ranks = 4;
   query.spansHosts = true;
-  auto path = algorithms::choosePath(tableOf("* * * direct\n", 4), query);
-  REQUIRE(path.ok());
-  REQUIRE(path->algorithm != nullptr);
-  CHECK(path->algorithm->name == "hierarchical");
-  path = algorithms::choosePath(tableOf("set node_aware off\n* * * direct\n", 4), query);
-  REQUIRE(path.ok());
-  REQUIRE(path->algorithm != nullptr);
-  CHECK(path->algorithm->name != "hierarchical");
-  query.collective = Collective::kBroadcast;
-  path = algorithms::choosePath(tableOf("* * * direct\n", 4), query);
-  REQUIRE(path.ok());
-  CHECK(path->algorithm->name == "hierarchical");
-  path = algorithms::choosePath(tableOf("set node_aware off\n* * * direct\n", 4), query);
-  REQUIRE(path.ok());
-  CHECK(path->algorithm->name != "hierarchical");
+  auto chosen = [&](const std::string& rules) {
+    auto path = algorithms::choosePath(tableOf(rules, 4), query);
+    REQUIRE(path.ok());
+    REQUIRE(path->algorithm != nullptr);
+    return std::string(path->algorithm->name);
+  };
+  CHECK(chosen("* * * direct\n") == "hierarchical_split");
+  CHECK(chosen("set node_aware_split_from 8M\n* * * direct\n") == "hierarchical");
+  CHECK(chosen("set node_aware_split_from off\n* * * direct\n") == "hierarchical");
+  CHECK(chosen("set node_aware off\n* * * direct\n").rfind("hierarchical", 0) != 0);
+  query.bytes = 8;
+  CHECK(chosen("* * * direct\n") == "hierarchical");
+  for (Collective c :
+       {Collective::kBroadcast, Collective::kAllGather, Collective::kReduceScatter}) {
+    query.collective = c;
+    CHECK(chosen("* * * direct\n") == "hierarchical");
+    CHECK(chosen("set node_aware off\n* * * direct\n") != "hierarchical");
+  }
   // Other collectives, and a communicator on one host, keep their choices.
-  query.collective = Collective::kAllGather;
-  path = algorithms::choosePath(tableOf("* * * direct\n", 4), query);
-  REQUIRE(path.ok());
-  CHECK(path->algorithm->name != "hierarchical");
+  query.collective = Collective::kAllToAll;
+  CHECK(chosen("* * * direct\n") != "hierarchical");
   query = allreduce(std::size_t{4} << 20, false, false);
-  path = algorithms::choosePath(tableOf("* * * direct\n", 2), query);
+  auto path = algorithms::choosePath(tableOf("* * * direct\n", 2), query);
   REQUIRE(path.ok());
-  CHECK(path->algorithm->name != "hierarchical");
+  CHECK(path->algorithm->name.rfind("hierarchical", 0) != 0);
 }
