@@ -62,7 +62,8 @@ class CommState {
   bool peersReadable = false;
   // Each rank's host as an index (hosts as their shared-memory offers name them; a member that
   // offers none is a host of its own), and whether they are several with more than one member on
-  // some (the node-aware algorithms apply). Set at creation of an epoch's world.
+  // some (the node-aware algorithms apply). Set at creation of an epoch's world; a split child
+  // keeps its members' hosts.
   std::vector<int> hosts;
   bool spansHosts = false;
   // The tuning profile every member agreed on (rank 0's), resolved for this communicator's size.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/direct/staging.h"
+#include "algorithms/host_groups.h"
 #include "core/submit.h"
 #include "recorder/flight_recorder.h"
 #include "transport/copy_bytes.h"
@@ -95,16 +96,11 @@ Result<std::shared_ptr<shm::ShmDomain>> connectDomain(const WorldIdentity& world
 // CommState::hosts and spansHosts from the members' offers.
 void assignHosts(CommState& state, const std::vector<std::optional<shm::ShmOffer>>& offers) {
   std::map<std::string, int> index;
-  std::vector<int> members;
   for (std::size_t m = 0; m < offers.size(); ++m) {
     const std::string key = offers[m] ? offers[m]->host : "no offer from rank " + std::to_string(m);
-    const auto [it, added] = index.emplace(key, static_cast<int>(index.size()));
-    state.hosts.push_back(it->second);
-    if (added) members.push_back(0);
-    ++members[static_cast<std::size_t>(it->second)];
+    state.hosts.push_back(index.emplace(key, static_cast<int>(index.size())).first->second);
   }
-  state.spansHosts = members.size() > 1 &&
-                     std::any_of(members.begin(), members.end(), [](int n) { return n > 1; });
+  state.spansHosts = algorithms::spansHosts(state.hosts);
 }
 
 // One message between every pair, so that every endpoint is wired up before the epoch is used.

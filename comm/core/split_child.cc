@@ -1,5 +1,6 @@
 #include "core/split_child.h"
 
+#include "algorithms/host_groups.h"
 #include "algorithms/shm/inline_collective.h"
 #include "core/engine.h"
 #include "core/transport_choice.h"
@@ -31,8 +32,11 @@ Result<std::unique_ptr<Communicator>> makeChild(const std::shared_ptr<CommState>
     child->worldRanks.push_back(parent->worldRanks[static_cast<std::size_t>(p)]);
     child->addresses.push_back(parent->addresses[static_cast<std::size_t>(p)]);
     child->channels.push_back(channels[static_cast<std::size_t>(childRank)]);
+    if (!parent->hosts.empty()) child->hosts.push_back(parent->hosts[static_cast<std::size_t>(p)]);
     if (parent->shm) child->shmMembers.push_back(parent->shmMembers[static_cast<std::size_t>(p)]);
   }
+  // The members keep their hosts, so a child across hosts takes the node-aware collectives too.
+  child->spansHosts = algorithms::spansHosts(child->hosts);
   child->tuning = std::make_shared<const tuning::PlanTable>(parent->tuning->profile(), child->size);
   if (parent->inlineGroup) {
     child->inlineGroup = detail::makeInlineGroup(child->tuning, child->shm, child->shmMembers,

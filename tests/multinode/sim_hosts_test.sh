@@ -2,7 +2,7 @@
 # Simulated hosts, `ftcomm-run --nodes K`, with real namespaces, mpirun and UCX:
 # - ranks are placed N/K per host, and each host has its own hostname, IPC namespace and /dev/shm;
 # - every collective is correct at 2 x 2 and 4 x 2 (shared memory inside a host, UCX between),
-#   and the allreduces across hosts are node-aware;
+#   and the collectives across hosts are node-aware, in split children too;
 # - the traffic between hosts crosses the data link, not the control link;
 # - the demo survives a killed rank on 2 hosts, and the hosts' dumps are gathered into one folder;
 # - the steps for real hosts (ftcomm-run --hostfile) work across the simulated network;
@@ -66,9 +66,24 @@ dump=$(ls "$work"/fr-collectives/*.0.ftfr* | head -1)
 "$bin/ftcomm-fr" show "$dump" >dump.txt || { cat dump.txt; fail "ftcomm-fr show $dump"; }
 grep -q "all_reduce .* hierarchical" dump.txt ||
   { tail -20 dump.txt; fail "no allreduce across hosts was node-aware"; }
-grep -q "broadcast .* hierarchical" dump.txt ||
-  { tail -20 dump.txt; fail "no broadcast across hosts was node-aware"; }
-echo "collectives: every one correct at 2 hosts x 2 ranks, allreduce and broadcast node-aware"
+for op in broadcast all_gather reduce_scatter; do
+  grep -q " $op .* hierarchical" dump.txt ||
+    { tail -20 dump.txt; fail "no $op across hosts was node-aware"; }
+done
+grep -q "all_reduce .* hierarchical_split" dump.txt ||
+  { tail -20 dump.txt; fail "no large allreduce across hosts took the split node-aware form"; }
+echo "collectives: every one correct at 2 hosts x 2 ranks, node-aware where they span hosts"
+# Split children keep their members' hosts: a child of all 4 ranks is node-aware too.
+FTCOMM_FR_DIR=$work/fr-split run split.log --nodes 2 -np 4 -- \
+  "$bin/ftcomm-test-comm" --scenario split ||
+  { cat split.log split.log.err; fail "the split run failed"; }
+[ "$(grep -c '^RESULT rank=[0-3] OK' split.log)" -eq 4 ] ||
+  { cat split.log split.log.err; fail "not every rank checked its splits"; }
+dump=$(ls "$work"/fr-split/*.0.ftfr* | head -1)
+"$bin/ftcomm-fr" show "$dump" >split.txt || { cat split.txt; fail "ftcomm-fr show $dump"; }
+grep -q " world/0 .* all_reduce .* hierarchical" split.txt ||
+  { cat split.txt; fail "no allreduce of a split child across hosts was node-aware"; }
+echo "split: a child across hosts is node-aware"
 run collectives8.log --nodes 4 -np 8 -- "$bin/ftcomm-test-comm" --scenario collectives ||
   { cat collectives8.log collectives8.log.err; fail "the 4 x 2 collectives run failed"; }
 [ "$(grep -c '^RESULT rank=[0-7] OK' collectives8.log)" -eq 8 ] ||
