@@ -113,8 +113,9 @@ struct Settings {
   bool nodeAware = true;
   // From this many bytes a node-aware allreduce reduce-scatters within each host and allreduces
   // the pieces across hosts from every member ("hierarchical_split"), instead of reducing to one
-  // member per host and broadcasting from it. kUnbounded: never.
-  std::size_t nodeAwareSplitFrom = std::size_t{64} << 10;
+  // member per host and broadcasting from it. kUnbounded: never, the default, as measured where
+  // the members of a host share its cores (docs/tuning.md).
+  std::size_t nodeAwareSplitFrom = kUnbounded;
   // Bulk copies (transport/copy_bytes.h): from `copyLoopFrom` the AVX2 loop instead of memcpy,
   // from `copyAroundCacheFrom` (and within a larger move from `copyPartAroundCacheFrom`) stores
   // around the cache, from `copyPiecesFrom` memcpy in 512 KiB pieces. kUnbounded: never.

@@ -55,7 +55,9 @@ done
 [ "$(field 0 5)" != "$(stat -c %d /dev/shm)" ] || fail "host 0 sees this machine's /dev/shm"
 echo "placement: 2 ranks per host, each host with its own hostname, IPC namespace and /dev/shm"
 
-FTCOMM_FR_DIR=$work/fr-collectives run collectives.log --nodes 2 -np 4 -- \
+# The split form of the node-aware allreduce from 64 KiB, so that both forms run.
+FTCOMM_TUNING=generic,node_aware_split_from=64K FTCOMM_FR_DIR=$work/fr-collectives \
+  run collectives.log --nodes 2 -np 4 -- \
   "$bin/ftcomm-test-comm" --scenario collectives ||
   { cat collectives.log collectives.log.err; fail "the collectives run failed"; }
 [ "$(grep -c '^RESULT rank=[0-3] OK' collectives.log)" -eq 4 ] ||

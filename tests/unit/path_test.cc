@@ -116,12 +116,13 @@ TEST_CASE(
     REQUIRE(path->algorithm != nullptr);
     return std::string(path->algorithm->name);
   };
-  CHECK(chosen("* * * direct\n") == "hierarchical_split");
+  CHECK(chosen("* * * direct\n") == "hierarchical");
+  CHECK(chosen("set node_aware_split_from 1M\n* * * direct\n") == "hierarchical_split");
   CHECK(chosen("set node_aware_split_from 8M\n* * * direct\n") == "hierarchical");
   CHECK(chosen("set node_aware_split_from off\n* * * direct\n") == "hierarchical");
   CHECK(chosen("set node_aware off\n* * * direct\n").rfind("hierarchical", 0) != 0);
   query.bytes = 8;
-  CHECK(chosen("* * * direct\n") == "hierarchical");
+  CHECK(chosen("set node_aware_split_from 1M\n* * * direct\n") == "hierarchical");
   for (Collective c :
        {Collective::kBroadcast, Collective::kAllGather, Collective::kReduceScatter}) {
     query.collective = c;
