@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -47,6 +48,9 @@ class CollectiveTask {
   // After an advance() that returned Ok(false): more work is ready now (the task stopped to let
   // others progress, not to wait), so the engine advances it again without sleeping.
   virtual bool hasMoreWork() const { return false; }
+  // The longest the progress thread may sleep while this task waits, where what it waits for
+  // may not wake it; zero: as long as it likes.
+  virtual std::chrono::microseconds sleepLimit() const { return std::chrono::microseconds::zero(); }
 };
 
 // The first element of block `block` when `count` elements are cut into `blocks` nearly equal

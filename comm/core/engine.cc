@@ -91,7 +91,12 @@ void Engine::run() {
       continue;
     }
     auto until = Clock::now() + std::chrono::seconds(1);
-    for (const auto& op : ops_) until = std::min(until, op->failing ? op->settleBy : op->deadline);
+    for (const auto& op : ops_) {
+      until = std::min(until, op->failing ? op->settleBy : op->deadline);
+      if (op->task && op->task->sleepLimit() > std::chrono::microseconds::zero()) {
+        until = std::min(until, Clock::now() + op->task->sleepLimit());
+      }
+    }
     if (!releaseSpinLocked(Clock::now(), until)) continue;
     // A waiting thread that polls the worker itself gets UCX's events first: were this thread
     // woken by them too, on the same core, it would take the core and then the mutex and the

@@ -72,7 +72,7 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
                const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock) {
   InlineCollective run(*comm->inlineGroup, comm->rank, call.collective, call.args, chunking,
                        comm->inlineCount + 1, seq, signature, progress.get());
-  comm->inlineCount += chunking.chunks;
+  comm->inlineCount += run.queued() ? 0 : chunking.chunks;
   // Past the profile's caller_bytes the collective progresses on the engine (and in wait()) and
   // the call returns at once, so that the caller's work overlaps it; caller_only keeps every
   // collective here. Up to it, it runs here. The first chunk is posted under the mutex (posts go
@@ -82,8 +82,12 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
     return handOff(comm, call, timeout, seq, std::move(progress), std::move(run), Status::Ok(),
                    Clock::now(), lock);
   }
-  Result<bool> done = run.poll(1);
+  // A queued broadcast posts once the mutex is let go: its tickets keep its posts in order, and
+  // the unlock's fence would wait for the post to reach its readers' caches.
+  const bool queued = run.queued();
+  Result<bool> done = queued ? Result<bool>(false) : run.poll(1);
   lock.unlock();
+  if (queued) done = run.poll(1);
   Engine& engine = *comm->engine;
   // With a core for every process the peers run meanwhile: no yield (on these VMs one costs
   // more than the whole collective). With fewer, the peer may need this core.

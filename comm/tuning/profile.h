@@ -107,6 +107,9 @@ struct Settings {
   // then surfaces at the root's next use of the slot. Its next post first checks the peers'
   // posts of the round before, a wait the members' exchange otherwise hides.
   bool rootReturnsAtPost = false;
+  // A broadcast of at most 16 bytes goes through the broadcast queue (shm/inline_area.h): its
+  // root posts and returns, up to 64 collectives ahead of a member that has yet to read.
+  bool broadcastQueue = true;
   // A communicator whose members span hosts, with several on some host, runs its allreduce,
   // broadcast, allgather and reduce-scatter node-aware (algorithms "hierarchical"): within each
   // host over shared memory, across hosts once per host.

@@ -157,6 +157,7 @@ const std::array kSettings{
     bytesSetting<&Settings::callerBytes, false>("caller_bytes"),
     enumSetting<&Settings::callerOnly, kSwitches>("caller_only"),
     enumSetting<&Settings::rootReturnsAtPost, kSwitches>("root_returns_at_post"),
+    enumSetting<&Settings::broadcastQueue, kSwitches>("broadcast_queue"),
     enumSetting<&Settings::nodeAware, kSwitches>("node_aware"),
     bytesSetting<&Settings::nodeAwareSplitFrom, true>("node_aware_split_from"),
     bytesSetting<&Settings::copyLoopFrom, true>("copy_loop_from"),

@@ -64,6 +64,38 @@ TEST_CASE("communicator: ranks that each call themselves a broadcast's root all 
   }
 }
 
+TEST_CASE(
+    "communicator: broadcasts of at most 16 bytes through the queue: in a row, at once, "
+    "interleaved, named by the recorder") {
+  if (transportIsUcx()) return;
+  for (int ranks : {2, 3, 4}) {
+    for (const auto& result : run("queued-broadcast", ranks)) {
+      INFO("ranks=" << ranks);
+      CHECK(result == "OK queued-broadcast");
+    }
+  }
+}
+
+TEST_CASE("communicator: a queued broadcast that disagrees is a Mismatch on every rank") {
+  // Two roots each return at their post and meet when one needs that queue slot again; nobody a
+  // root, each waits for another's post and sees it wait too; a root that queues where the
+  // others allreduce; a count that differs within the queue's 16 bytes.
+  if (transportIsUcx()) return;
+  for (const std::string scenario : {"mismatch-roots-small", "mismatch-root-small",
+                                     "mismatch-queued-allreduce", "mismatch-queued-count"}) {
+    for (const auto& result : run(scenario, 2)) {
+      INFO(scenario << ": " << result);
+      // A root that returned at its post learns it from the notice, in its next collective.
+      CHECK_THAT(result,
+                 Catch::StartsWith("OK status=Mismatch") ||
+                     (Catch::StartsWith("OK status=Revoked") && Catch::Contains("Mismatch")));
+      if (scenario == "mismatch-queued-allreduce") {
+        CHECK_THAT(result, Catch::Contains("broadcast(count=2") && Catch::Contains("allReduce"));
+      }
+    }
+  }
+}
+
 TEST_CASE("communicator: split trees, NOCOLOR, split(ranks) and nonblocking splits") {
   for (int ranks : {1, 3, 4}) {
     for (const auto& result : run("split", ranks)) {

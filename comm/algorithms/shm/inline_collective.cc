@@ -7,30 +7,12 @@
 #include "algorithms/reduction.h"
 #include "algorithms/shm/inline_posts.h"
 #include "algorithms/shm/post_choice.h"
+#include "algorithms/shm/signature_words.h"
 #include "transport/copy_bytes.h"
 
 namespace ftcomm::detail {
 
 using algorithms::Collective;
-
-namespace {
-
-void packSignature(const transport::OpSignature& signature, std::uint64_t (&words)[3]) {
-  static_assert(sizeof words == sizeof signature);
-  std::memcpy(words, &signature, sizeof words);
-}
-
-std::string describeWords(const std::uint64_t (&words)[3]) {
-  transport::OpSignature signature;
-  std::memcpy(&signature, words, sizeof signature);
-  return transport::describe(signature);
-}
-
-bool sameWords(const std::uint64_t (&a)[3], const std::uint64_t (&b)[3]) {
-  return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
-}
-
-}  // namespace
 
 void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
                         const transport::OpSignature& signature) {
@@ -64,6 +46,16 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   inHead_ = !plan.direct && plan.chunks == 1 && inputBytes() <= shm::kHeadBytes;
   lendable_ = lendable();
   rootReturnsAtPost_ = group.tuning->settings().rootReturnsAtPost;
+  queued_ = collective == Collective::kBroadcast && n_ > 1 && inHead_ && !lendable_ &&
+            group.tuning->settings().broadcastQueue;
+  if (queued_) {
+    // Tickets follow the sequence numbers: collectives are made under the engine's mutex.
+    shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
+    if (rank_ == args.root) ticket_ = mine.queueTickets.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (progress_ != nullptr) progress_->setAlgorithm("inline (queued)");
+    takeWay(way_);
+    return;
+  }
   if (!lendable_ && !plan.choosesCopy) {
     // Neither lends nor chooses how to copy (every small collective): nothing more to decide
     // (inline_plan.cc, kSmallTotal, says what asking anyway cost).
@@ -266,6 +258,7 @@ Status InlineCollective::checkAnnounced(int peer) const {
 }
 
 Result<bool> InlineCollective::poll(std::uint64_t chunks) {
+  if (queued_) return pollQueued();
   stoppedAtLimit_ = false;
   for (std::uint64_t done = 0; chunk_ < plan_.chunks; ++done) {
     if (done == chunks) {
@@ -298,9 +291,16 @@ Result<bool> InlineCollective::poll(std::uint64_t chunks) {
       if (slot.index.load(std::memory_order_acquire) != index_) {
         wakePeers();
         FTCOMM_RETURN_IF_ERROR(checkAnnounced(next_));
+        FTCOMM_RETURN_IF_ERROR(checkQueued(next_));
         return false;
       }
-      FTCOMM_RETURN_IF_ERROR(checkPosted(next_, slot));
+      if (Status posted = checkPosted(next_, slot); !posted.ok()) {
+        // A peer that queued a broadcast here posts its next collective into this round: that
+        // broadcast is the disagreement to name.
+        FTCOMM_RETURN_IF_ERROR(checkQueued(next_));
+        FTCOMM_RETURN_IF_ERROR(checkQueuedHere(next_, slot));
+        return posted;
+      }
     }
     if (!finished_) {
       if (chunk_ == 0 && lendable_) {

@@ -15,7 +15,9 @@
 //
 // Every member waits for every post, even a broadcast's root, which reads nothing: the posts
 // carry the signatures, and two members that both think they are the root (or neither) must
-// fail with Mismatch rather than return without having exchanged anything.
+// fail with Mismatch rather than return without having exchanged anything. The exception is a
+// broadcast of at most kHeadBytes under the profile's broadcast_queue (inline_queue.cc): its root
+// returns at its post, as an MPI root may, and the checks move to where members wait.
 //
 // Run first by the calling thread (core/submit_inline.cc) and, if the peers are not there yet,
 // handed to the engine as an InlineTask. Failures: a peer that posted another collective, or
@@ -118,10 +120,27 @@ class InlineCollective {
   std::uint64_t chunksDone() const { return chunk_; }
   // Bytes of a block per chunk (InlineChunking::step).
   std::size_t step() const { return plan_.step; }
+  // A broadcast through the broadcast queue (inline_queue.cc), which takes no inline round.
+  bool queued() const { return queued_; }
   // The last poll stopped at its chunk limit, not to wait for a peer.
   bool stoppedAtLimit() const { return stoppedAtLimit_; }
 
  private:
+  // The broadcast queue (inline_queue.cc): a broadcast of at most kHeadBytes whose root posts
+  // into the slot of its sequence number and returns; the others read it there. Mismatch where
+  // a member finds the root elsewhere: posting or waiting for another collective of that number.
+  Result<bool> pollQueued();
+  Result<bool> postQueued();
+  Result<bool> readQueued();
+  // Marks the slots of this member's queue whose posts every peer has read; Mismatch where a
+  // peer posted one of the same collectives as a root too.
+  Status confirmQueueReads() const;
+  // Mismatch where `peer`, whose post for this collective this member waits for, queued a
+  // broadcast of the same sequence number or waits for one.
+  Status checkQueued(int peer) const;
+  // Mismatch where `peer` posted into this round a collective that this member broadcast
+  // through its queue as the root (the peer's post has the broadcast's sequence number).
+  Status checkQueuedHere(int peer, const shm::InlineSlot& slot) const;
   bool mayPost() const;
   void post();
   // Wakes the peers that sleep, once per post (after post(), before waiting or finishing).
@@ -232,6 +251,8 @@ class InlineCollective {
   bool inHead_;                     // the posts fit in their slots' first lines (InlineSlot::head)
   bool lendable_;                   // lendable(), decided once
   bool rootReturnsAtPost_ = false;  // the profile's root_returns_at_post
+  bool queued_ = false;             // a broadcast through the queue (pollQueued)
+  std::uint64_t ticket_ = 0;        // a queued root's place among its posts
   bool lends_;  // by mayLend(), or by the way taken (takeWay) before the first post
   // How this member posts (lends_ where it lends).
   PostChoice::Way way_ = PostChoice::Way::kCopy;
@@ -271,6 +292,12 @@ class InlineTask final : public algorithms::CollectiveTask {
   // A peer that died fails it (nothing else involves the peer: no request waits on it).
   Result<bool> advance() override;
   bool hasMoreWork() const override { return run_.stoppedAtLimit() || streaming_; }
+  // A queued broadcast's posts and reads wake their peers without a fence, which may miss a
+  // thread that goes to sleep at that moment (inline_queue.cc): it looks again this often.
+  std::chrono::microseconds sleepLimit() const override {
+    return run_.queued() ? kQueueLook : std::chrono::microseconds::zero();
+  }
+  static constexpr auto kQueueLook = std::chrono::microseconds(1000);
 
  private:
   transport::Transport& transport_;

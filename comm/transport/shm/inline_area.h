@@ -61,6 +61,19 @@ struct alignas(64) InlineSlot {
 };
 static_assert(offsetof(InlineSlot, payload) == 64, "a slot's header is one cache line");
 
+// The broadcast queue (algorithms/shm/inline_queue.cc): one-line slots for broadcasts of at most
+// kHeadBytes, the k-th collective of a communicator in slot k % kQueueSlots. The root posts its
+// data there and returns, as an MPI root may; the others read it when they get there. The root
+// runs up to kQueueSlots collectives ahead of a member that has yet to read.
+constexpr int kQueueSlots = 64;
+
+struct alignas(64) QueueSlot {
+  std::atomic<std::uint64_t> seq{0};  // the collective posted here, published last
+  std::uint64_t signature[3] = {};    // transport::OpSignature, as laid out
+  std::byte head[kHeadBytes] = {};
+};
+static_assert(sizeof(QueueSlot) == 64, "a queue slot is one cache line");
+
 struct alignas(64) InlineArea {
   // The last index of each slot whose posts this member finished reading.
   std::atomic<std::uint64_t> consumed[2] = {};
@@ -76,6 +89,19 @@ struct alignas(64) InlineArea {
   // of an exchange agree on it (algorithms/shm/inline_collective.h, followsLeader_): index << 2 |
   // way (algorithms/shm/post_choice.h, PostChoice::Way), written before that round's post.
   std::atomic<std::uint64_t> chosen[2] = {};
+  // The broadcast queue. Written by this member only:
+  // - queueWaiting: the collective whose root's post this member waits for (seen while waiting);
+  // - queueRead: by slot, the last collective whose post in the root's slot this member read;
+  // - queuePosted, queueConfirmed: by slot, the last collective this member posted there as a
+  //   root, and the last one it saw every peer read (it posts there again only once they match);
+  // - queueTickets, queuePostedTickets: this member's posts in sequence order, one ticket each.
+  alignas(64) std::atomic<std::uint64_t> queueWaiting{0};
+  alignas(64) std::atomic<std::uint64_t> queueRead[kQueueSlots] = {};
+  alignas(64) std::atomic<std::uint64_t> queuePosted[kQueueSlots] = {};
+  std::atomic<std::uint64_t> queueConfirmed[kQueueSlots] = {};
+  std::atomic<std::uint64_t> queueTickets{0};
+  std::atomic<std::uint64_t> queuePostedTickets{0};
+  QueueSlot queue[kQueueSlots];
   InlineSlot slots[2];
 };
 

@@ -264,12 +264,12 @@ InlineArea* ShmDomain::area(int member, int index) const {
   return peer.local ? peer.segment.area(index) : nullptr;
 }
 
-void ShmDomain::wakeMember(int member) {
-  if (member != rank_) wakeOwner(peers_[static_cast<std::size_t>(member)]);
+void ShmDomain::wakeMember(int member, bool fenced) {
+  if (member != rank_) wakeOwner(peers_[static_cast<std::size_t>(member)], fenced);
 }
 
-void ShmDomain::wakeOwner(Peer& peer) {
-  if (peer.wakeFd < 0 || !peer.out.ownerSleeping()) return;
+void ShmDomain::wakeOwner(Peer& peer, bool fenced) {
+  if (peer.wakeFd < 0 || !peer.out.ownerSleeping(fenced)) return;
   const std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(peer.wakeFd, &one, sizeof one);
 }

@@ -138,7 +138,9 @@ class ShmDomain {
   InlineArea* area(int member, int index) const;
   // Wakes `member`'s progress thread if it sleeps and none of its threads polls (after a post
   // into an inline area, which no ring message announces). Any thread, without the mutex.
-  void wakeMember(int member);
+  // Unfenced (RingWriter::ownerSleeping), a member that goes to sleep at that moment may be
+  // missed: only for posts whose readers sleep briefly.
+  void wakeMember(int member, bool fenced = true);
   void failPeer(int peer, const Status& why);
 
   // Moves every ring once; true when anything happened.
@@ -189,7 +191,7 @@ class ShmDomain {
   void withdraw(Op* op, const Status& why);
   void destroy(Op* op);
   void checkPidfds();
-  void wakeOwner(Peer& peer);
+  void wakeOwner(Peer& peer, bool fenced = true);
 
   int rank_;
   std::uint64_t epoch_;

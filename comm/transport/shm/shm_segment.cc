@@ -151,8 +151,8 @@ bool RingWriter::tryWrite(const Record& record, const void* payload, std::size_t
   return true;
 }
 
-bool RingWriter::ownerSleeping() const {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+bool RingWriter::ownerSleeping(bool fenced) const {
+  if (fenced) std::atomic_thread_fence(std::memory_order_seq_cst);
   const SegmentHeader& header = segment_->header();
   if (header.spinners.load(std::memory_order_relaxed) != 0) return false;
   auto& sleeping = segment_->header().sleeping;

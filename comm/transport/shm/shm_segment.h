@@ -62,7 +62,7 @@ struct alignas(64) RingControl {
 constexpr int kLoanChannels = 64;
 
 struct alignas(64) SegmentHeader {
-  static constexpr std::uint64_t kMagic = 0x66746373686d3034ull;  // "ftcshm04"
+  static constexpr std::uint64_t kMagic = 0x66746373686d3035ull;  // "ftcshm05"
   std::uint64_t magic;
   std::uint64_t epoch;
   std::uint64_t ringBytes;
@@ -117,8 +117,10 @@ class RingWriter {
   // Writes `record` and `payload` if the ring has room; false if not (try again later).
   bool tryWrite(const Record& record, const void* payload, std::size_t payloadBytes);
   // After a write: true if the owner must be woken (it sleeps and nobody there polls); the
-  // caller then wakes it.
-  bool ownerSleeping() const;
+  // caller then wakes it. `fenced`: the write is seen before the flag is read, so that an owner
+  // that goes to sleep meanwhile is never missed; unfenced, it may be, and the owner must not
+  // sleep for long without looking (the broadcast queue's readers and roots).
+  bool ownerSleeping(bool fenced = true) const;
 
  private:
   const Segment* segment_ = nullptr;

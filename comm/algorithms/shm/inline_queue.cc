@@ -1,0 +1,182 @@
+// The broadcast queue (shm/inline_area.h, InlineArea::queue): a broadcast of at most kHeadBytes
+// (InlineCollective::queued) whose root copies its data into the slot of the collective's
+// sequence number in its own area and returns, as an MPI root may once its buffer can be reused;
+// every other member reads it there when it gets to that collective. A loop of small broadcasts
+// then costs the root one line written per call and a reader one line read, instead of every
+// member waiting for every other's post. The root runs up to kQueueSlots collectives ahead of a
+// member that has yet to read: it posts into a slot again only once every peer has read the
+// slot's last post (queueRead), which it looks up for all slots at once, when the slot it needs
+// is not known to be free (queueConfirmed).
+//
+// A root's failure surfaces at the readers (a dead peer fails the wait, as in any collective), a
+// reader's at the root's next use of the communicator. Mismatches are found where a member waits:
+// - a reader whose root posted another signature in that slot, or posted or announced another
+//   collective of this sequence number, or waits for a broadcast of it itself;
+// - a member waiting for a peer's ordinary post where that peer queued a broadcast of this
+//   sequence number or waits for one (checkQueued);
+// - a root that sees a peer that has not read one of its posts post the same collective as a
+//   root too (confirmQueueReads): two roots return at once, and this is found when either needs
+//   that slot again, at most kQueueSlots collectives later.
+#include <cstring>
+#include <string>
+
+#include "algorithms/shm/inline_collective.h"
+#include "algorithms/shm/signature_words.h"
+
+namespace ftcomm::detail {
+
+namespace {
+
+int queueSlot(std::uint64_t seq) {
+  return static_cast<int>(seq % shm::kQueueSlots);
+}
+
+Status mismatch(const std::string& what) {
+  return Status(StatusCode::kMismatch, what);
+}
+
+}  // namespace
+
+Result<bool> InlineCollective::pollQueued() {
+  return rank_ == args_.root ? postQueued() : readQueued();
+}
+
+Result<bool> InlineCollective::postQueued() {
+  shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
+  // In sequence order: an earlier post of this member waits for its slot.
+  if (mine.queuePostedTickets.load(std::memory_order_acquire) != ticket_ - 1) return false;
+  const int j = queueSlot(seq_);
+  if (mine.queueConfirmed[j].load(std::memory_order_relaxed) !=
+      mine.queuePosted[j].load(std::memory_order_relaxed)) {
+    FTCOMM_RETURN_IF_ERROR(confirmQueueReads());
+    if (mine.queueConfirmed[j].load(std::memory_order_relaxed) !=
+        mine.queuePosted[j].load(std::memory_order_relaxed)) {
+      return false;
+    }
+  }
+  shm::QueueSlot& slot = mine.queue[j];
+  std::memcpy(slot.signature, signature_, sizeof signature_);
+  if (plan_.block > 0) std::memcpy(slot.head, args_.recv, plan_.block);
+  slot.seq.store(seq_, std::memory_order_release);
+  mine.queuePosted[j].store(seq_, std::memory_order_relaxed);
+  mine.queuePostedTickets.store(ticket_, std::memory_order_release);
+  // Unfenced: a fence here waits for the post to reach the readers' caches, which costs more
+  // than the rest of the call; a reader that sleeps looks again within kQueueLook anyway.
+  for (int p = 0; p < n_; ++p) {
+    if (p != rank_) group_.domain->wakeMember(group_.members[static_cast<std::size_t>(p)], false);
+  }
+  return true;
+}
+
+Status InlineCollective::confirmQueueReads() const {
+  shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
+  // From the oldest post on (the slot this member needs next), up to the first one a peer has
+  // yet to read: the peers read in order, so the rest wait for that one anyway.
+  const int first = queueSlot(seq_);
+  for (int k = 0; k < shm::kQueueSlots; ++k) {
+    const int j = (first + k) % shm::kQueueSlots;
+    const std::uint64_t posted = mine.queuePosted[j].load(std::memory_order_relaxed);
+    if (mine.queueConfirmed[j].load(std::memory_order_relaxed) == posted) continue;
+    for (int p = 0; p < n_; ++p) {
+      if (p == rank_) continue;
+      const shm::InlineArea& peer = *group_.areas[static_cast<std::size_t>(p)];
+      if (peer.queueRead[j].load(std::memory_order_acquire) >= posted) continue;
+      if (peer.queue[j].seq.load(std::memory_order_acquire) == posted) {
+        return mismatch("rank " + std::to_string(p) + " broadcast " +
+                        describeWords(peer.queue[j].signature) + " (#" + std::to_string(posted) +
+                        ") as its root, where rank " + std::to_string(rank_) + " did as well");
+      }
+      return Status::Ok();
+    }
+    mine.queueConfirmed[j].store(posted, std::memory_order_relaxed);
+  }
+  return Status::Ok();
+}
+
+Result<bool> InlineCollective::readQueued() {
+  const int root = args_.root;
+  const shm::InlineArea& from = *group_.areas[static_cast<std::size_t>(root)];
+  shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
+  const int j = queueSlot(seq_);
+  const shm::QueueSlot& slot = from.queue[j];
+  const std::uint64_t posted = slot.seq.load(std::memory_order_acquire);
+  auto where = [&] {
+    return " where rank " + std::to_string(rank_) + " called " + describeWords(signature_) + " (#" +
+           std::to_string(seq_) + ")";
+  };
+  if (posted == seq_) {
+    if (!sameWords(slot.signature, signature_)) {
+      return mismatch("rank " + std::to_string(root) + " called " + describeWords(slot.signature) +
+                      " (#" + std::to_string(seq_) + ")" + where());
+    }
+    if (plan_.block > 0) std::memcpy(args_.recv, slot.head, plan_.block);
+    mine.queueRead[j].store(seq_, std::memory_order_release);
+    // The root may wait for this read to post into the slot again.
+    group_.domain->wakeMember(group_.members[static_cast<std::size_t>(root)], false);
+    return true;
+  }
+  // The root posts into the slot again only once this member has read it: a later collective
+  // there means the root never posted this one.
+  if (posted > seq_) {
+    return mismatch("rank " + std::to_string(root) + " posted no broadcast for #" +
+                    std::to_string(seq_) + where());
+  }
+  if (mine.queueWaiting.load(std::memory_order_relaxed) != seq_) {
+    mine.queueWaiting.store(seq_, std::memory_order_release);
+  }
+  FTCOMM_RETURN_IF_ERROR(checkAnnounced(root));
+  if (from.queueWaiting.load(std::memory_order_acquire) == seq_) {
+    return mismatch("rank " + std::to_string(root) + " waits for a broadcast's root itself (#" +
+                    std::to_string(seq_) + ")" + where());
+  }
+  // An ordinary post of this or a later collective, while none of the root's queued broadcasts
+  // waits for its slot: the root ran this one some other way.
+  for (const shm::InlineSlot& other : from.slots) {
+    if (other.index.load(std::memory_order_acquire) == 0 || other.seq < seq_) continue;
+    const std::uint64_t otherSeq = other.seq;
+    std::uint64_t words[3];
+    std::memcpy(words, other.signature, sizeof words);
+    if (from.queuePostedTickets.load(std::memory_order_acquire) !=
+            from.queueTickets.load(std::memory_order_acquire) ||
+        slot.seq.load(std::memory_order_acquire) == seq_) {
+      return false;
+    }
+    if (otherSeq == seq_) {
+      return mismatch("rank " + std::to_string(root) + " called " + describeWords(words) + " (#" +
+                      std::to_string(seq_) + ")" + where());
+    }
+    return mismatch("rank " + std::to_string(root) + " went on to #" + std::to_string(otherSeq) +
+                    " without posting a broadcast for #" + std::to_string(seq_) + where());
+  }
+  return false;
+}
+
+Status InlineCollective::checkQueued(int peer) const {
+  const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(peer)];
+  const shm::QueueSlot& slot = area.queue[queueSlot(seq_)];
+  auto where = [&] {
+    return " where rank " + std::to_string(rank_) + " called " + describeWords(signature_) + " (#" +
+           std::to_string(seq_) + ")";
+  };
+  if (slot.seq.load(std::memory_order_acquire) == seq_) {
+    return mismatch("rank " + std::to_string(peer) + " called " + describeWords(slot.signature) +
+                    " (#" + std::to_string(seq_) + ") as its root" + where());
+  }
+  if (area.queueWaiting.load(std::memory_order_acquire) == seq_) {
+    return mismatch("rank " + std::to_string(peer) + " waits for a broadcast (#" +
+                    std::to_string(seq_) + ")" + where());
+  }
+  return Status::Ok();
+}
+
+Status InlineCollective::checkQueuedHere(int peer, const shm::InlineSlot& slot) const {
+  const std::uint64_t seq = slot.seq;
+  const shm::QueueSlot& mine = group_.areas[static_cast<std::size_t>(rank_)]->queue[queueSlot(seq)];
+  if (seq == 0 || mine.seq.load(std::memory_order_relaxed) != seq) return Status::Ok();
+  return mismatch("rank " + std::to_string(peer) + " called " + describeWords(slot.signature) +
+                  " (#" + std::to_string(seq) + ") where rank " + std::to_string(rank_) +
+                  " broadcast " + describeWords(mine.signature) + " (#" + std::to_string(seq) +
+                  ") as its root");
+}
+
+}  // namespace ftcomm::detail
