@@ -6,7 +6,8 @@
 // time is the latest of those minus the time of the signal. Median and max over the trials.
 //
 //   ftcomm-bench-recovery --ranks N [--trials T] [--stop] [--lease-ms L] [--json]
-//   ftcomm-bench-recovery --nodes K --node-loss [--silent] --ranks N [--trials T] [--lease-ms L]
+//   ftcomm-bench-recovery --nodes K --node-loss [--silent | --whole] --ranks N [--trials T]
+//                         [--lease-ms L]
 //
 // With --stop the victim is never seen to exit: only its lease (L ms, default 2000) can find it,
 // so the time reported is the lease plus the recovery.
@@ -14,8 +15,10 @@
 // With --nodes the members run under `ftcomm-run --nodes K` (simulated hosts, N/K ranks each)
 // and a whole host is lost: all its ranks killed at once (kill-host), or with --silent its data
 // link cut first and then its ranks killed, so that no socket closes and only the lease finds
-// them. A random rank asks for the fault at its 300th allreduce; the time runs from the
-// launcher's act (its log line) to the last survivor's first allreduce of the new epoch.
+// them, or with --whole every process of the host killed, its agent included (lose-host, under
+// ftcomm-run --launch agents). A random rank asks for the fault at its 300th allreduce; the time
+// runs from the launcher's act (its log line) to the last survivor's first allreduce of the new
+// epoch.
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,14 +94,15 @@ struct Options {
   int nodes = 0;
   bool nodeLoss = false;
   bool silent = false;
+  bool whole = false;  // --whole: the host with its agent (lose-host)
   int leaseMs = 2000;
   bool json = false;
 };
 
 constexpr const char* kUsage =
     "usage: ftcomm-bench-recovery --ranks N [--trials T] [--stop] [--lease-ms L] [--json]\n"
-    "       ftcomm-bench-recovery --nodes K --node-loss [--silent] --ranks N [--trials T] "
-    "[--lease-ms L] [--json]\n";
+    "       ftcomm-bench-recovery --nodes K --node-loss [--silent | --whole] --ranks N "
+    "[--trials T] [--lease-ms L] [--json]\n";
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "ftcomm-bench-recovery: " << why << "\n" << kUsage;
@@ -133,6 +137,8 @@ Options parse(int argc, char** argv) {
       o.nodeLoss = true;
     } else if (flag == "--silent") {
       o.silent = true;
+    } else if (flag == "--whole") {
+      o.whole = true;
     } else if (flag == "--json") {
       o.json = true;
     } else {
@@ -140,7 +146,8 @@ Options parse(int argc, char** argv) {
     }
   }
   if ((o.nodes > 0) != o.nodeLoss) usage("--nodes and --node-loss go together");
-  if (o.silent && !o.nodeLoss) usage("--silent is a kind of --node-loss");
+  if ((o.silent || o.whole) && !o.nodeLoss) usage("--silent and --whole are kinds of --node-loss");
+  if (o.silent && o.whole) usage("--silent or --whole: pick one");
   if (o.nodeLoss && o.stop) usage("--stop stops one rank; --node-loss loses a host");
   if (o.nodes > 0 && o.ranks % o.nodes != 0) usage("--nodes must divide --ranks");
   if (o.nodes > 0 && o.ranks / o.nodes == o.ranks) usage("--node-loss needs a second host");
@@ -151,18 +158,23 @@ Options parse(int argc, char** argv) {
 // negative number when it failed.
 double hostTrial(const Options& o, const char* self, std::mt19937& rng) {
   const int victim = std::uniform_int_distribution<int>(0, o.ranks - 1)(rng);
-  const std::string fault = "rank=" + std::to_string(victim) +
-                            ",op=allreduce,seq=300,action=" + (o.silent ? "silent" : "kill-host");
+  const std::string fault = "rank=" + std::to_string(victim) + ",op=allreduce,seq=300,action=" +
+                            (o.silent  ? "silent"
+                             : o.whole ? "lose-host"
+                                       : "kill-host");
   const TempDir dir("ftcomm-bench-recovery");
   const std::string log = (dir.path / "launcher.log").string();
   const int survivors = o.ranks - o.ranks / o.nodes;
   std::int64_t latest = 0;
   {
     const auto launcher = std::filesystem::canonical("/proc/self/exe").parent_path() / "ftcomm-run";
-    LineProcess run({"/usr/bin/env", "UCX_LOG_LEVEL=error", launcher.string(), "--nodes",
-                     std::to_string(o.nodes), "-np", std::to_string(o.ranks), "--lease-ms",
-                     std::to_string(o.leaseMs), "--fault", fault, "--", self, "--member"},
-                    log);
+    std::vector<std::string> argv = {"/usr/bin/env", "UCX_LOG_LEVEL=error", launcher.string()};
+    // mpirun 4.1 ends the job when it loses a host's daemon; agents do not.
+    if (o.whole) argv.insert(argv.end(), {"--launch", "agents"});
+    argv.insert(argv.end(),
+                {"--nodes", std::to_string(o.nodes), "-np", std::to_string(o.ranks), "--lease-ms",
+                 std::to_string(o.leaseMs), "--fault", fault, "--", self, "--member"});
+    LineProcess run(argv, log);
     for (int i = 0; i < survivors; ++i) {
       auto line = run.waitFor("RECOVERED", 60s);
       if (!line) {
@@ -258,6 +270,7 @@ int main(int argc, char** argv) {
     std::printf("%d ranks%s, %s, %d trials: median %.1f ms, max %.1f ms%s\n", o.ranks,
                 o.nodes > 0 ? (" on " + std::to_string(o.nodes) + " hosts").c_str() : "",
                 o.silent     ? "a silent host (link cut, ranks killed; found by the lease)"
+                : o.whole    ? "a whole host lost, its agent included"
                 : o.nodeLoss ? "a host's ranks all killed"
                 : o.stop     ? "SIGSTOP (found by its lease)"
                              : "SIGKILL",

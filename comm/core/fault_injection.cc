@@ -42,7 +42,8 @@ Status bad(const std::string& spec, const std::string& why) {
   return invalidArgument(
       "FTCOMM_FAULT: '" + spec + "': " + why +
       " (SPEC = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|"
-      "exit:CODE|cut-link[:MS]|silent|kill-host|cut-rendezvous:MS; several separated by "
+      "exit:CODE|cut-link[:MS]|silent|kill-host|lose-host|cut-rendezvous:MS; several "
+      "separated by "
       "';')");
 }
 
@@ -66,6 +67,8 @@ const char* actionName(FaultInjector::Action action) {
       return "silent";
     case FaultInjector::Action::kKillHost:
       return "kill-host";
+    case FaultInjector::Action::kLoseHost:
+      return "lose-host";
     case FaultInjector::Action::kCutRendezvous:
       return "cut-rendezvous";
   }
@@ -144,7 +147,7 @@ Result<std::vector<FaultInjector::Spec>> FaultInjector::parse(const std::string&
           s.action = Action::kDelay;
           s.argument = static_cast<int>(n);
         } else if (verb == "cut-link" || verb == "silent" || verb == "kill-host" ||
-                   verb == "cut-rendezvous") {
+                   verb == "lose-host" || verb == "cut-rendezvous") {
           const char* control = std::getenv("FTCOMM_RUN_CONTROL");
           if (control == nullptr || *control == '\0') {
             return bad(spec,
@@ -160,6 +163,7 @@ Result<std::vector<FaultInjector::Spec>> FaultInjector::parse(const std::string&
           }
           s.action = verb == "silent"           ? Action::kSilent
                      : verb == "kill-host"      ? Action::kKillHost
+                     : verb == "lose-host"      ? Action::kLoseHost
                      : verb == "cut-rendezvous" ? Action::kCutRendezvous
                                                 : Action::kCutLink;
           s.argument = arg.empty() ? 0 : static_cast<int>(n);
@@ -171,7 +175,8 @@ Result<std::vector<FaultInjector::Spec>> FaultInjector::parse(const std::string&
           return bad(spec, "unknown action '" + value + "'");
         }
         const bool optional = s.action == Action::kCutLink || s.action == Action::kSilent ||
-                              s.action == Action::kKillHost || s.action == Action::kCutRendezvous;
+                              s.action == Action::kKillHost || s.action == Action::kLoseHost ||
+                              s.action == Action::kCutRendezvous;
         if (!optional && (s.action == Action::kDelay || s.action == Action::kExit) != !arg.empty())
           return bad(spec, "'" + verb + "' " + (arg.empty() ? "needs" : "takes no") + " argument");
       } else {
@@ -257,6 +262,9 @@ void FaultInjector::at(const std::string& op, int launchRank, std::uint64_t comm
       break;
     case Action::kKillHost:
       askLauncher("kill-host", launchRank);
+      break;
+    case Action::kLoseHost:
+      askLauncher("lose-host", launchRank);
       break;
     case Action::kCutRendezvous:
       askLauncher("cut-rendezvous " + std::to_string(fired.argument), launchRank);

@@ -2,7 +2,7 @@
 //
 //   FTCOMM_FAULT = SPEC[;SPEC...]
 //   SPEC         = rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|drop-conn|exit:CODE|
-//                  cut-link[:MS]|silent|kill-host|cut-rendezvous:MS
+//                  cut-link[:MS]|silent|kill-host|lose-host|cut-rendezvous:MS
 //
 // R is the process's launch rank (mpirun's); OP an operation name in lower case without
 // separators (allreduce, broadcast, alltoall, split, send, reconfigure, ...); S the operation's
@@ -27,6 +27,8 @@
 //   silent         the data link goes down, then the host's ranks are killed: a host that dies
 //                  without closing a connection
 //   kill-host      every rank of the host is killed at once (their sockets close)
+//   lose-host      every process of the host is killed, mpirun's daemon or ftcomm-run's agent
+//                  included: the whole host is gone
 //   cut-rendezvous:MS  the rendezvous's host (the head) loses its data link for MS ms
 //
 // Thread-safety: any thread.
@@ -54,6 +56,7 @@ class FaultInjector {
     kCutLink,
     kSilent,
     kKillHost,
+    kLoseHost,
     kCutRendezvous
   };
   struct Spec {

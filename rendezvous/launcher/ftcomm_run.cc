@@ -1,7 +1,7 @@
 // ftcomm-run: runs an ftcomm job under OpenMPI's mpirun.
 //
 //   ftcomm-run -np N [--nodes K [--shape SPEC] | --hostfile FILE] [--rendezvous HOST:PORT | --tls]
-//              [--job NAME]
+//              [--launch mpirun|agents [--spares S] [--rsh CMD]] [--job NAME]
 //              [--fault SPEC]... -- PROGRAM ARGS...
 //
 // Without --rendezvous it starts ftcomm-rendezvous (beside this program) on loopback and stops
@@ -24,10 +24,17 @@
 // one this starts listening on FTCOMM_ADVERTISE_ADDR, this host's address on the data network.
 // As across simulated hosts, a rank's error exit ends the job.
 //
+// --launch agents starts one agent per host instead of mpirun (agent_launch.h): losing a whole
+// host, agent included, ends only that host's ranks, and --spares S keeps the last S hosts (of
+// the hostfile, or S more simulated ones) to restart a lost host's ranks on as replacements. The
+// agents are reached through --rsh (default ssh) with --hostfile, --host-agent with --nodes, and
+// /bin/sh on this host otherwise.
+//
 // Exit status: 77 when --nodes cannot make its namespaces here (tests skip on it); 0 when every
 // rank exited 0, died from a signal, or was expelled (exit code 75, FTCOMM_EXIT_ON_EXPEL, which
-// this sets): failures the job survived; otherwise the first non-zero exit code of a rank; 1 when
-// no rank ran at all; 2 for bad usage (--help prints the usage and exits 0).
+// this sets), or with agents was lost with its host: failures the job survived; otherwise the
+// first non-zero exit code of a rank, or mpirun's own when it ended the job itself; 1 when no
+// rank ran at all; 2 for bad usage (--help prints the usage and exits 0).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,14 +46,18 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "rendezvous/launcher/agent_launch.h"
 #include "rendezvous/launcher/embedded_server.h"
 #include "rendezvous/launcher/host_agent.h"
 #include "rendezvous/launcher/link_faults.h"
 #include "rendezvous/launcher/process.h"
+#include "rendezvous/launcher/rank_agent.h"
 #include "rendezvous/launcher/rank_wrapper.h"
 #include "rendezvous/launcher/sim_hosts.h"
 
@@ -60,7 +71,8 @@ using namespace ftcomm::launcher;
 constexpr const char* kUsage =
     "usage: ftcomm-run -np N [--nodes K [--shape SPEC] | --hostfile FILE] "
     "[--rendezvous HOST:PORT | --tls] "
-    "[--job NAME] [--fault SPEC]... -- PROGRAM ARGS...\n"
+    "[--launch mpirun|agents [--spares S] [--rsh CMD]] [--job NAME] [--fault SPEC]... -- "
+    "PROGRAM ARGS...\n"
     "  -np N         ranks to start (1..4096)\n"
     "  --nodes K     spread them over K simulated hosts (network namespaces; root), N/K each\n"
     "  --shape SPEC  shape each simulated host's data link with tc tbf, e.g. \"rate 4gbit\"\n"
@@ -71,8 +83,15 @@ constexpr const char* kUsage =
     "  --job NAME    the job's name at the server (default: ftcomm-PID)\n"
     "  --fault SPEC  inject a failure: rank=R,op=OP,seq=S,action=kill|stop|hang|delay:MS|"
     "drop-conn|exit:CODE|\n"
-    "                cut-link[:MS]|silent|kill-host|cut-rendezvous:MS (simulated hosts, --nodes)\n"
-    "  --lease-ms L  the lease of the rendezvous it starts (default: the server's, 2000)\n";
+    "                cut-link[:MS]|silent|kill-host|lose-host|cut-rendezvous:MS (simulated\n"
+    "                hosts, --nodes)\n"
+    "  --lease-ms L  the lease of the rendezvous it starts (default: the server's, 2000)\n"
+    "  --launch M    mpirun (default), or agents: one ftcomm-run agent per host, so that losing\n"
+    "                a whole host ends only its ranks\n"
+    "  --spares S    with agents: the last S hosts (--nodes: S more) stand by to take a lost\n"
+    "                host's ranks as replacements\n"
+    "  --rsh CMD     with agents and --hostfile: how to reach a host (default \"ssh -o\n"
+    "                BatchMode=yes -o ServerAliveInterval=5 -o ServerAliveCountMax=3\")\n";
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "ftcomm-run: " << why << "\n" << kUsage;
@@ -91,6 +110,9 @@ struct Options {
   std::string job;
   std::vector<std::string> faults;
   std::vector<std::string> program;
+  bool agents = false;  // --launch agents
+  int spares = 0;
+  std::string rsh = "ssh -o BatchMode=yes -o ServerAliveInterval=5 -o ServerAliveCountMax=3";
 };
 
 Options parse(int argc, char** argv) {
@@ -138,6 +160,14 @@ Options parse(int argc, char** argv) {
       o.job = value();
     } else if (flag == "--fault") {
       o.faults.push_back(value());
+    } else if (flag == "--launch") {
+      const std::string mode = value();
+      if (mode != "mpirun" && mode != "agents") usage("--launch wants mpirun or agents");
+      o.agents = mode == "agents";
+    } else if (flag == "--spares") {
+      o.spares = number(1, 100, "a number of hosts");
+    } else if (flag == "--rsh") {
+      o.rsh = value();
     } else {
       usage("unknown flag " + flag);
     }
@@ -171,6 +201,12 @@ Options parse(int argc, char** argv) {
       usage("FTCOMM_ADVERTISE_ADDR='" + o.advertise + "' is not an IP address");
     }
   }
+  if (o.spares > 0 && !o.agents) {
+    usage("--spares needs --launch agents: mpirun 4.1 cannot add processes to a running job");
+  }
+  if (o.spares > 0 && o.nodes == 0 && o.hostfile.empty()) {
+    usage("--spares are hosts: add --nodes or --hostfile");
+  }
   if (o.leaseMs > 0 && !o.rendezvous.empty()) usage("--lease-ms sets the server ftcomm-run starts");
   if (o.nodes > 0 && !o.rendezvous.empty()) {
     usage("--nodes runs its own rendezvous in the simulated network; drop --rendezvous");
@@ -196,6 +232,162 @@ void gatherDumps(const fs::path& work, int hosts, const fs::path& folder, bool m
   if (made && fs::is_empty(folder, ec)) fs::remove(folder, ec);
 }
 
+// Runs the job under mpirun, each rank under the rank wrapper; the job's exit status.
+int launchWithMpirun(const Options& o, SimulatedHosts& hosts, const fs::path& work,
+                     const fs::path& self) {
+  std::vector<std::string> args;
+  if (o.nodes > 0) args = {"ip", "netns", "exec", hosts.headNamespace()};
+  args.push_back("mpirun");
+  if (::geteuid() == 0) args.push_back("--allow-run-as-root");
+  // Across simulated hosts, OpenMPI 4.1's recovery mode hangs mpirun once a rank exits
+  // non-zero (its notification to the job's processes fails between daemons); without it, such
+  // an exit aborts the job, which is right for an error, and the rank wrappers hand mpirun 0
+  // for every ending the job survives (a signal, an expulsion).
+  args.push_back("--oversubscribe");
+  const bool severalHosts = o.nodes > 0 || !o.hostfile.empty();
+  if (!severalHosts) args.push_back("--enable-recovery");
+  args.push_back("-np");
+  args.push_back(std::to_string(o.ranks));
+  if (!o.hostfile.empty()) {
+    args.push_back("--hostfile");
+    args.push_back(o.hostfile);
+  }
+  if (o.nodes > 0) {
+    const std::string agent =
+        self.string() + " --host-agent " + SimulatedHosts::ownPrefix() + " " + work.string();
+    for (const std::string& a :
+         {std::string("--hostfile"), (work / "hostfile").string(), std::string("--mca"),
+          std::string("plm_rsh_agent"), agent, std::string("--mca"),
+          std::string("plm_rsh_no_tree_spawn"), std::string("1"), std::string("--mca"),
+          std::string("oob_tcp_if_include"), std::string(SimulatedHosts::kControlSubnet),
+          std::string("--mca"), std::string("btl_tcp_if_include"),
+          std::string(SimulatedHosts::kDataSubnet)}) {
+      args.push_back(a);
+    }
+  }
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (name.rfind("FTCOMM_", 0) == 0 || name.rfind("UCX_", 0) == 0) {
+      args.push_back("-x");
+      args.push_back(name);
+    }
+  }
+  for (const std::string& a :
+       {self.string(), std::string("--rank-wrapper"), work.string(), std::string("--")}) {
+    args.push_back(a);
+  }
+  args.insert(args.end(), o.program.begin(), o.program.end());
+  const pid_t mpirun = spawn(args, true);
+  int result = 1;
+  if (mpirun < 0) {
+    std::cerr << "ftcomm-run: cannot start mpirun (is openmpi-bin installed?)\n";
+  } else {
+    forwardSignals(mpirun);
+    int status = 0;
+    if (o.nodes > 0) {
+      LinkFaults linkFaults(hosts, (work / "control").string(), o.ranks / o.nodes);
+      for (;;) {
+        const pid_t ended = ::waitpid(mpirun, &status, WNOHANG);
+        if (ended == mpirun || (ended < 0 && errno != EINTR)) break;
+        linkFaults.poll();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    } else {
+      status = waitFor(mpirun);
+    }
+    stopForwardingSignals();
+    int ran = 0, firstBad = 0;
+    std::string summary;
+    for (int r = 0; r < o.ranks; ++r) {
+      std::ifstream in(work / ("rank." + std::to_string(r)));
+      std::string how;
+      int value = 0;
+      if (!(in >> how >> value)) {
+        summary += " " + std::to_string(r) + ":?";
+        continue;
+      }
+      ++ran;
+      summary += " " + std::to_string(r) + ":" + (how == "exit" ? "exit " : "signal ") +
+                 std::to_string(value);
+      if (how == "exit" && value != 0 && value != kExpelled && firstBad == 0) firstBad = value;
+    }
+    std::cerr << "ftcomm-run: mpirun " << describe(status) << "; ranks" << summary << std::endl;
+    result = ran == 0 ? 1 : firstBad;
+    // The rank wrappers hand mpirun 0 for every ending the job survives, so mpirun's own failure
+    // means it ended the job itself: it lost a host's daemon, or was interrupted.
+    if (result == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      std::cerr << "ftcomm-run: mpirun ended the job itself (losing a host's daemon does that; "
+                   "--launch agents survives it)"
+                << std::endl;
+      result = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+  }
+  return result;
+}
+
+// The host names of an mpirun-style hostfile ("node1 slots=8", # comments).
+std::vector<std::string> hostfileNames(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string name;
+    if (words >> name) names.push_back(name);
+  }
+  return names;
+}
+
+volatile sig_atomic_t stopSignal = 0;
+
+// Runs the job with one agent per host (agent_launch.h); the job's exit status.
+int launchWithAgents(const Options& o, SimulatedHosts& hosts, const fs::path& work,
+                     const fs::path& self) {
+  std::vector<AgentHost> targets;
+  if (o.nodes > 0) {
+    for (int h = 0; h < o.nodes + o.spares; ++h) {
+      targets.push_back({std::to_string(h),
+                         {self.string(), "--host-agent", SimulatedHosts::ownPrefix(), work.string(),
+                          SimulatedHosts::controlAddress(h)}});
+    }
+  } else if (!o.hostfile.empty()) {
+    std::vector<std::string> rsh;
+    std::istringstream words(o.rsh);
+    for (std::string w; words >> w;) rsh.push_back(w);
+    for (const auto& name : hostfileNames(o.hostfile)) {
+      targets.push_back({name, rsh});
+      targets.back().shell.push_back(name);
+    }
+  } else {
+    targets.push_back({"localhost", {"/bin/sh", "-c"}});
+  }
+  const int used = static_cast<int>(targets.size()) - o.spares;
+  if (used < 1 || o.ranks % used != 0) {
+    std::cerr << "ftcomm-run: --launch agents spreads -np " << o.ranks << " evenly over the "
+              << used << " hosts in use (" << targets.size() << " in " << o.hostfile << ", "
+              << o.spares << " spare): it must be a multiple of them" << std::endl;
+    return 2;
+  }
+  AgentLaunch launch(targets, o.spares, o.ranks / used, self.string(), o.program);
+  struct sigaction action {};
+  action.sa_handler = [](int sig) { stopSignal = sig; };
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  std::optional<LinkFaults> linkFaults;
+  if (o.nodes > 0) linkFaults.emplace(hosts, (work / "control").string(), o.ranks / o.nodes);
+  (void)launch.start();  // on failure it has stopped the agents it started; they end below
+  while (launch.step(5)) {
+    if (linkFaults) linkFaults->poll();
+    if (stopSignal != 0) launch.stop(std::string("signal ") + ::strsignal(stopSignal));
+  }
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  std::cerr << "ftcomm-run: agents ended; " << launch.summary() << std::endl;
+  return launch.result();
+}
+
 // The exit code that says simulated hosts cannot be made here (tests skip on it).
 constexpr int kNoSimulatedHosts = 77;
 
@@ -204,6 +396,9 @@ constexpr int kNoSimulatedHosts = 77;
 int main(int argc, char** argv) {
   if (argc >= 4 && std::string(argv[1]) == "--rank-wrapper" && std::string(argv[3]) == "--") {
     return rankWrapper(argv[2], std::vector<std::string>(argv + 4, argv + argc));
+  }
+  if (argc >= 2 && std::string(argv[1]) == "--agent") {
+    return runRankAgent(std::vector<std::string>(argv + 2, argv + argc));
   }
   if (argc >= 6 && std::string(argv[1]) == "--host-agent") {
     return runHostAgent(argv[2], argv[3], argv[4], std::vector<std::string>(argv + 5, argv + argc));
@@ -222,7 +417,8 @@ int main(int argc, char** argv) {
   bool madeDumps = false;
   if (o.nodes > 0) {
     SimulatedHosts::sweepLeftovers();
-    const std::string why = hosts.create(o.nodes, o.shape, (work / "namespaces.log").string());
+    const std::string why =
+        hosts.create(o.nodes + o.spares, o.shape, (work / "namespaces.log").string());
     if (!why.empty()) {
       std::cerr << "ftcomm-run: --nodes: no simulated hosts: " << why << std::endl;
       std::ifstream log(work / "namespaces.log");
@@ -278,98 +474,22 @@ int main(int argc, char** argv) {
   // A rank the others declared failed ends itself (code 75) instead of lingering, hung or not.
   ::setenv("FTCOMM_EXIT_ON_EXPEL", "1", 0);
 
-  std::vector<std::string> args;
-  if (o.nodes > 0) args = {"ip", "netns", "exec", hosts.headNamespace()};
-  args.push_back("mpirun");
-  if (::geteuid() == 0) args.push_back("--allow-run-as-root");
-  // Across simulated hosts, OpenMPI 4.1's recovery mode hangs mpirun once a rank exits
-  // non-zero (its notification to the job's processes fails between daemons); without it, such
-  // an exit aborts the job, which is right for an error, and the rank wrappers hand mpirun 0
-  // for every ending the job survives (a signal, an expulsion).
-  args.push_back("--oversubscribe");
-  const bool severalHosts = o.nodes > 0 || !o.hostfile.empty();
-  if (!severalHosts) args.push_back("--enable-recovery");
-  args.push_back("-np");
-  args.push_back(std::to_string(o.ranks));
-  if (!o.hostfile.empty()) {
-    args.push_back("--hostfile");
-    args.push_back(o.hostfile);
-  }
-  if (o.nodes > 0) {
-    const std::string agent =
-        self.string() + " --host-agent " + SimulatedHosts::ownPrefix() + " " + work.string();
-    for (const std::string& a :
-         {std::string("--hostfile"), (work / "hostfile").string(), std::string("--mca"),
-          std::string("plm_rsh_agent"), agent, std::string("--mca"),
-          std::string("plm_rsh_no_tree_spawn"), std::string("1"), std::string("--mca"),
-          std::string("oob_tcp_if_include"), std::string(SimulatedHosts::kControlSubnet),
-          std::string("--mca"), std::string("btl_tcp_if_include"),
-          std::string(SimulatedHosts::kDataSubnet)}) {
-      args.push_back(a);
-    }
-  }
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    const std::string name = entry.substr(0, entry.find('='));
-    if (name.rfind("FTCOMM_", 0) == 0 || name.rfind("UCX_", 0) == 0) {
-      args.push_back("-x");
-      args.push_back(name);
-    }
-  }
-  for (const std::string& a :
-       {self.string(), std::string("--rank-wrapper"), work.string(), std::string("--")}) {
-    args.push_back(a);
-  }
-  args.insert(args.end(), o.program.begin(), o.program.end());
   std::cerr << "ftcomm-run: " << o.ranks << " ranks of job " << job
-            << (o.nodes > 0 ? " on " + std::to_string(o.nodes) + " simulated hosts" +
-                                  (o.shape.empty() ? "" : " (data links: tbf " + o.shape + ")")
-                            : "")
-            << ", rendezvous " << address << (faults.empty() ? "" : ", faults " + faults)
-            << std::endl;
-  const pid_t mpirun = spawn(args, true);
-  int result = 1;
-  if (mpirun < 0) {
-    std::cerr << "ftcomm-run: cannot start mpirun (is openmpi-bin installed?)\n";
-  } else {
-    forwardSignals(mpirun);
-    int status = 0;
-    if (o.nodes > 0) {
-      LinkFaults linkFaults(hosts, (work / "control").string(), o.ranks / o.nodes);
-      for (;;) {
-        const pid_t ended = ::waitpid(mpirun, &status, WNOHANG);
-        if (ended == mpirun || (ended < 0 && errno != EINTR)) break;
-        linkFaults.poll();
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-    } else {
-      status = waitFor(mpirun);
-    }
-    stopForwardingSignals();
-    int ran = 0, firstBad = 0;
-    std::string summary;
-    for (int r = 0; r < o.ranks; ++r) {
-      std::ifstream in(work / ("rank." + std::to_string(r)));
-      std::string how;
-      int value = 0;
-      if (!(in >> how >> value)) {
-        summary += " " + std::to_string(r) + ":?";
-        continue;
-      }
-      ++ran;
-      summary += " " + std::to_string(r) + ":" + (how == "exit" ? "exit " : "signal ") +
-                 std::to_string(value);
-      if (how == "exit" && value != 0 && value != kExpelled && firstBad == 0) firstBad = value;
-    }
-    std::cerr << "ftcomm-run: mpirun " << describe(status) << "; ranks" << summary << std::endl;
-    result = ran == 0 ? 1 : firstBad;
-  }
+            << (o.nodes > 0
+                    ? " on " + std::to_string(o.nodes) + " simulated hosts" +
+                          (o.spares > 0 ? " and " + std::to_string(o.spares) + " spare" : "") +
+                          (o.shape.empty() ? "" : " (data links: tbf " + o.shape + ")")
+                    : "")
+            << (o.agents ? ", one agent per host" : ", under mpirun") << ", rendezvous " << address
+            << (faults.empty() ? "" : ", faults " + faults) << std::endl;
+  const int result =
+      o.agents ? launchWithAgents(o, hosts, work, self) : launchWithMpirun(o, hosts, work, self);
   if (server > 0) {
     ::kill(server, SIGTERM);
     waitFor(server);
   }
   hosts.destroy();
-  if (o.nodes > 0) gatherDumps(work, o.nodes, dumps, madeDumps);
+  if (o.nodes > 0) gatherDumps(work, o.nodes + o.spares, dumps, madeDumps);
   fs::remove_all(work, ec);
   return result;
 }

@@ -49,6 +49,11 @@ void LinkFaults::poll() {
     if ((action == "cut-link" || action == "cut-rendezvous") && restoreMs > 0) {
       restores_.push_back({host, now + std::chrono::milliseconds(restoreMs)});
     }
+    if (action == "lose-host") {
+      const int killed = hosts_.killHost(host);
+      std::cerr << "ftcomm-run: host " << host << " lost whole: " << killed
+                << " processes killed, its launcher daemon or agent among them" << std::endl;
+    }
     if (action == "silent" || action == "kill-host") {
       const int killed = hosts_.killRanks(host);
       std::cerr << "ftcomm-run: host " << host

@@ -7,6 +7,7 @@
 //   silent       the data link goes down, then every rank of the host is killed (SIGKILL), its
 //                daemon spared: the host dies without closing a connection
 //   kill-host    every rank of the host is killed at once, the link left up
+//   lose-host    every process of the host is killed, its mpirun daemon or agent included
 //   cut-rendezvous MS  the head's data link (the rendezvous's) goes down for MS ms
 // Each act is logged on stderr with its CLOCK_MONOTONIC time in nanoseconds ("at NS"), which
 // ftcomm-bench-recovery measures from.

@@ -216,19 +216,30 @@ int SimulatedHosts::killRanks(int host) {
     rest >> state >> ppid;
     return static_cast<pid_t>(ppid);
   };
-  // argv[1] of a rank wrapper; mpirun's own command line names the option further on.
-  auto isRankWrapper = [](const std::string& argv) {
+  // argv[1] of a rank wrapper (under mpirun) or of a host's agent (--launch agents); mpirun's
+  // own command line names the option further on.
+  auto startsRanks = [](const std::string& argv) {
     const auto first = argv.find('\0');
-    const std::string option("--rank-wrapper\0", 15);
-    return first != std::string::npos && argv.compare(first + 1, option.size(), option) == 0;
+    if (first == std::string::npos) return false;
+    for (const std::string& option :
+         {std::string("--rank-wrapper\0", 15), std::string("--agent\0", 8)}) {
+      if (argv.compare(first + 1, option.size(), option) == 0) return true;
+    }
+    return false;
   };
   int killed = 0;
   for (pid_t pid : processesIn(hostNamespace(host))) {
     const pid_t parent = parentOf(pid);
-    if (parent > 0 && isRankWrapper(commandLine(parent)) && !isRankWrapper(commandLine(pid))) {
+    if (parent > 0 && startsRanks(commandLine(parent)) && !startsRanks(commandLine(pid))) {
       killed += ::kill(pid, SIGKILL) == 0 ? 1 : 0;
     }
   }
+  return killed;
+}
+
+int SimulatedHosts::killHost(int host) {
+  int killed = 0;
+  for (pid_t pid : processesIn(hostNamespace(host))) killed += ::kill(pid, SIGKILL) == 0 ? 1 : 0;
   return killed;
 }
 

@@ -38,6 +38,9 @@ class SimulatedHosts {
   // Kills (SIGKILL) every rank of host `host`: the programs ftcomm-run's rank wrappers run
   // there, not mpirun's daemon. How many.
   int killRanks(int host);
+  // Kills (SIGKILL) every process of host `host`, its launcher daemon or agent included: the
+  // whole host is lost. How many.
+  int killHost(int host);
 
   // Kills every process in the namespaces and deletes them; idempotent.
   void destroy();

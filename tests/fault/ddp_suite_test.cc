@@ -32,6 +32,7 @@ struct Row {
   std::vector<std::string> env = {};
   int nodes = 0;             // simulated hosts (ftcomm-run --nodes); 0: one host
   std::string endings = {};  // what ftcomm-run's summary must say of the ranks ("": no check)
+  std::vector<std::string> launcher = {};  // more ftcomm-run flags (--launch agents, --spares)
 };
 
 const std::vector<Row> kTable = {
@@ -110,6 +111,26 @@ const std::vector<Row> kTable = {
      {},
      2,
      "ranks 0:exit 0 1:exit 0 2:signal 9 3:signal 9"},
+    // A whole host lost, its launcher daemon with it: mpirun 4.1 would abort the job, so these
+    // rows launch one agent per host. The lost ranks report nothing: ftcomm-run counts them lost.
+    {"a whole host lost, its agent included (one agent per host)",
+     4,
+     {"rank=3,op=allreduce,seq=43,action=lose-host"},
+     "4>2",
+     2,
+     {},
+     2,
+     "ranks 0:exit 0 1:exit 0 2:lost 3:lost",
+     {"--launch", "agents"}},
+    {"kill during allreduce, one agent on one host",
+     4,
+     {"rank=2,op=allreduce,seq=43,action=kill"},
+     "4>3",
+     2,
+     {},
+     0,
+     "ranks 0:exit 0 1:exit 0 2:signal 9 3:exit 0",
+     {"--launch", "agents"}},
 };
 
 struct Outcome {
@@ -129,6 +150,7 @@ Outcome runRow(const Row& row, const std::string& rendezvous = "",
                                    "UCX_LOG_LEVEL=error"};
   argv.insert(argv.end(), row.env.begin(), row.env.end());
   argv.push_back(binary("ftcomm-run"));
+  argv.insert(argv.end(), row.launcher.begin(), row.launcher.end());
   argv.push_back("-np");
   argv.push_back(std::to_string(row.ranks));
   if (row.nodes > 0) {
@@ -254,6 +276,51 @@ TEST_CASE("failure-injection suite: a replacement joins mid-training and gets th
 }
 
 TEST_CASE(
+    "failure-injection suite: a whole host lost is replaced by a spare host, whose ranks join "
+    "as replacements") {
+  const Row row{"host replaced",
+                4,
+                {"rank=3,op=allreduce,seq=43,action=lose-host"},
+                "4>2>4",
+                2,
+                {},
+                2,
+                "ranks 0:exit 0 1:exit 0 2:lost 3:lost; replacements 4:exit 0 5:exit 0",
+                {"--launch", "agents", "--spares", "1"}};
+  const Outcome out = runRow(row, "", nullptr, {"--steps", "60", "--step-ms", "30"});
+  INFO(out.transcript << "\n" << out.launcher << "\n" << out.analysis);
+  if (out.exitCode == 77) {
+    WARN("skipped: ftcomm-run cannot make simulated hosts here");
+    return;
+  }
+  CHECK(out.exitCode == 0);
+  CHECK_THAT(out.launcher, Catch::Contains(row.endings));
+  CHECK_THAT(out.launcher, Catch::Contains("host 2: agent started for ranks 4..5 (replacements)"));
+  // The two replacements may be admitted at one step boundary or at two.
+  CHECK_THAT(out.transcript,
+             (Catch::Contains("world_sizes=4>2>4 ") || Catch::Contains("world_sizes=4>2>3>4 ")) &&
+                 Catch::Contains("replicas_identical=yes"));
+  CHECK(namesRank(out.analysis, 2));
+}
+
+TEST_CASE(
+    "failure-injection suite: under mpirun a whole host lost ends the job, and ftcomm-run fails "
+    "it") {
+  // OpenMPI 4.1's mpirun aborts when it loses a daemon: the row that --launch agents survives.
+  const Row row{
+      "host lost under mpirun", 4, {"rank=3,op=allreduce,seq=43,action=lose-host"}, "", -1, {}, 2};
+  const Outcome out = runRow(row, "", nullptr, {"--steps", "200", "--step-ms", "30"});
+  INFO(out.launcher);
+  if (out.exitCode == 77) {
+    WARN("skipped: ftcomm-run cannot make simulated hosts here");
+    return;
+  }
+  CHECK(out.exitCode != 0);
+  CHECK_THAT(out.launcher, Catch::Contains("mpirun ended the job itself"));
+  CHECK_THAT(out.transcript, !Catch::Contains("FINAL "));
+}
+
+TEST_CASE(
     "ftcomm-run: bad usage exits 2, --help 0, and a rank's non-zero exit code becomes the "
     "job's") {
   auto exitOf = [](std::vector<std::string> args) {
@@ -270,6 +337,14 @@ TEST_CASE(
   CHECK(exitOf({"-np", "2", "--", "sh", "-c", "exit 0"}) == 0);
   CHECK(exitOf({"-np", "2", "--", "sh", "-c", "exit 3"}) == 3);
   CHECK(exitOf({"-np", "2", "--", "/nonexistent/program"}) == 127);
+  // The same with one agent per host; a rank's error ends the others (they would sleep on).
+  CHECK(exitOf({"--launch", "agents", "-np", "2", "--", "sh", "-c", "exit 0"}) == 0);
+  CHECK(exitOf({"--launch", "agents", "-np", "2", "--", "sh", "-c",
+                "[ $FTCOMM_RANK = 1 ] && exit 3; exec sleep 600"}) == 3);
+  CHECK(exitOf({"--launch", "agents", "-np", "2", "--", "/nonexistent/program"}) == 127);
+  CHECK(exitOf({"--launch", "bogus", "-np", "2", "--", "true"}) == 2);
+  CHECK(exitOf({"--spares", "1", "--nodes", "2", "-np", "2", "--", "true"}) == 2);
+  CHECK(exitOf({"--launch", "agents", "--spares", "1", "-np", "2", "--", "true"}) == 2);
 
   // --help: the usage on standard output, exit 0, nothing started.
   LineProcess help({binary("ftcomm-run"), "--help"});

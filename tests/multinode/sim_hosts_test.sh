@@ -131,6 +131,13 @@ timeout 300 ip netns exec "ftc-$holder-head" env FTCOMM_ADVERTISE_ADDR=10.20.0.1
   OMPI_MCA_plm_rsh_no_tree_spawn=1 \
   "$bin/ftcomm-run" --hostfile real-hosts -np 4 -- "$bin/ftcomm-test-comm" --scenario collectives \
   >real.log 2>real.log.err || rc=$?
+# The same hosts with one agent per host, reached through --rsh as ssh would reach them.
+agents_rc=0
+timeout 300 ip netns exec "ftc-$holder-head" env FTCOMM_ADVERTISE_ADDR=10.20.0.1 \
+  FTCOMM_SOCKET_IFNAME=data0 \
+  "$bin/ftcomm-run" --hostfile real-hosts -np 4 --launch agents \
+  --rsh "$bin/ftcomm-run --host-agent ftc-$holder $work/real-work" \
+  -- "$bin/ftcomm-test-comm" --scenario collectives >agents.log 2>agents.log.err || agents_rc=$?
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
 [ "$rc" -eq 0 ] || { cat real.log real.log.err; fail "ftcomm-run --hostfile exited $rc"; }
@@ -138,9 +145,15 @@ wait "$holder" 2>/dev/null || true
   { cat real.log real.log.err; fail "--hostfile run"; }
 grep -q "rendezvous 10.20.0.1:" real.log.err || { cat real.log.err; fail "rendezvous not advertised"; }
 echo "real-host steps: --hostfile, FTCOMM_ADVERTISE_ADDR and FTCOMM_SOCKET_IFNAME across 2 hosts"
+[ "$agents_rc" -eq 0 ] || { cat agents.log agents.log.err; fail "--launch agents exited $agents_rc"; }
+[ "$(grep -c '^RESULT rank=[0-3] OK' agents.log)" -eq 4 ] ||
+  { cat agents.log agents.log.err; fail "--launch agents --hostfile run"; }
+grep -q "host 10.10.0.12: agent started for ranks 2..3" agents.log.err ||
+  { cat agents.log.err; fail "no agent on the second host"; }
+echo "real-host steps with one agent per host: --launch agents --hostfile --rsh"
 
 # ftcomm-bench-recovery's lost hosts: each trial must end with every survivor in the new epoch.
-for how in "" --silent; do
+for how in "" --silent --whole; do
   timeout 300 "$bin/ftcomm-bench-recovery" --nodes 2 --node-loss $how --ranks 4 --trials 1 \
     --lease-ms 1000 >recovery.log 2>&1 || { cat recovery.log; fail "recovery bench ${how:-kill}"; }
   grep "median" recovery.log

@@ -1,0 +1,259 @@
+#include "rendezvous/launcher/agent_launch.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include "rendezvous/launcher/process.h"
+#include "rendezvous/launcher/rank_agent.h"
+#include "rendezvous/launcher/rank_wrapper.h"
+
+extern char** environ;
+
+namespace ftcomm::launcher {
+namespace {
+
+// `word` as one word of a POSIX shell's command line.
+std::string shellQuoted(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789_-./=:,@%+") == std::string::npos) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+}  // namespace
+
+AgentLaunch::AgentLaunch(std::vector<AgentHost> hosts, int spares, int ranksPerHost,
+                         std::string agent, std::vector<std::string> program)
+    : hosts_(std::move(hosts)),
+      spares_(spares),
+      ranksPerHost_(ranksPerHost),
+      worldSize_(static_cast<int>(hosts_.size() - spares) * ranksPerHost),
+      agentPath_(std::move(agent)),
+      program_(std::move(program)),
+      endings_(worldSize_),
+      nextSpare_(static_cast<int>(hosts_.size()) - spares) {}
+
+AgentLaunch::~AgentLaunch() {
+  for (Agent& a : agents_) {
+    if (a.input >= 0) ::close(a.input);
+    if (a.output >= 0) ::close(a.output);
+  }
+}
+
+std::string AgentLaunch::commandLine(const Agent& agent) const {
+  std::string line = "env";
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (name.rfind("FTCOMM_", 0) == 0 || name.rfind("UCX_", 0) == 0)
+      line += " " + shellQuoted(entry);
+  }
+  for (const std::string& word : {agentPath_, std::string("--agent"), std::to_string(agent.first),
+                                  std::to_string(agent.count), std::to_string(worldSize_)}) {
+    line += " " + shellQuoted(word);
+  }
+  if (agent.replacement) line += " --replacement";
+  line += " --";
+  for (const auto& word : program_) line += " " + shellQuoted(word);
+  return line;
+}
+
+bool AgentLaunch::startAgent(int host, int first, int count, bool replacement) {
+  Agent agent;
+  agent.host = host;
+  agent.first = first;
+  agent.count = count;
+  agent.replacement = replacement;
+  std::vector<std::string> args = hosts_[host].shell;
+  args.push_back(commandLine(agent));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int input[2], output[2];
+  if (::pipe2(input, O_CLOEXEC) != 0) return false;
+  if (::pipe2(output, O_CLOEXEC) != 0) {
+    ::close(input[0]);
+    ::close(input[1]);
+    return false;
+  }
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_adddup2(&actions, input[0], STDIN_FILENO);
+  ::posix_spawn_file_actions_adddup2(&actions, output[1], STDERR_FILENO);
+  // Its own process group: a terminal's SIGINT reaches the launcher, which stops the job in
+  // order.
+  posix_spawnattr_t attributes;
+  ::posix_spawnattr_init(&attributes);
+  ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  ::posix_spawnattr_setpgroup(&attributes, 0);
+  const int rc = ::posix_spawnp(&agent.pid, argv[0], &actions, &attributes, argv.data(), environ);
+  ::posix_spawnattr_destroy(&attributes);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::close(input[0]);
+  ::close(output[1]);
+  if (rc != 0) {
+    std::cerr << "ftcomm-run: cannot start " << args[0] << " for host " << hosts_[host].name << ": "
+              << std::strerror(rc) << std::endl;
+    ::close(input[1]);
+    ::close(output[0]);
+    return false;
+  }
+  agent.input = input[1];
+  agent.output = output[0];
+  ::fcntl(agent.output, F_SETFL, ::fcntl(agent.output, F_GETFL) | O_NONBLOCK);
+  std::cerr << "ftcomm-run: host " << hosts_[host].name << ": agent started for ranks " << first
+            << ".." << first + count - 1 << (replacement ? " (replacements)" : "") << std::endl;
+  agents_.push_back(std::move(agent));
+  return true;
+}
+
+bool AgentLaunch::start() {
+  ::signal(SIGPIPE, SIG_IGN);
+  const int used = static_cast<int>(hosts_.size()) - spares_;
+  for (int h = 0; h < used; ++h) {
+    if (!startAgent(h, h * ranksPerHost_, ranksPerHost_, false)) {
+      stop("an agent did not start");
+      return false;
+    }
+  }
+  return true;
+}
+
+void AgentLaunch::readOutput(Agent& agent, bool toEnd) {
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(agent.output, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the end, or nothing more for now (EAGAIN)
+    agent.pending.append(buffer, static_cast<std::size_t>(n));
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = agent.pending.find('\n', from)) != std::string::npos;
+         from = nl + 1) {
+      takeLine(agent, agent.pending.substr(from, nl - from));
+    }
+    agent.pending.erase(0, from);
+  }
+  if (toEnd && !agent.pending.empty()) {
+    takeLine(agent, agent.pending);
+    agent.pending.clear();
+  }
+}
+
+void AgentLaunch::takeLine(const Agent& agent, const std::string& line) {
+  // A rank's unfinished line may precede a report: it goes on as a line of its own.
+  const auto marker = line.find(kReportMarker);
+  if (marker != 0) std::cerr << line.substr(0, marker) << "\n";
+  if (marker == std::string::npos) return;
+  const auto report = parseReport(line);
+  if (!report || report->rank < agent.first || report->rank >= agent.first + agent.count) return;
+  const Ending ending{report->ending,
+                      report->exited && report->value != 0 && report->value != kExpelled,
+                      report->value};
+  endings_[report->rank] = ending;
+  std::cerr << "ftcomm-run: " << (agent.replacement ? "replacement rank " : "rank ") << report->rank
+            << " on host " << hosts_[agent.host].name << ": " << ending.text << std::endl;
+  if (ending.bad) {
+    stop("rank " + std::to_string(report->rank) + " ended with exit code " +
+         std::to_string(report->value));
+  }
+}
+
+void AgentLaunch::agentEnded(Agent& agent, int status) {
+  agent.ended = true;
+  readOutput(agent, true);
+  ::close(agent.output);
+  ::close(agent.input);
+  agent.output = agent.input = -1;
+  std::string lost;
+  int lostCount = 0;
+  for (int r = agent.first; r < agent.first + agent.count; ++r) {
+    if (!endings_[r].text.empty()) continue;
+    endings_[r].text = "lost";
+    lost += " " + std::to_string(r);
+    ++lostCount;
+  }
+  if (lostCount == 0) return;
+  std::cerr << "ftcomm-run: host " << hosts_[agent.host].name << " lost (its agent "
+            << describe(status) << "): ranks" << lost << " with it" << std::endl;
+  if (stopping_) return;
+  if (nextSpare_ >= static_cast<int>(hosts_.size())) {
+    std::cerr << "ftcomm-run: no spare host left: the job goes on without them" << std::endl;
+    return;
+  }
+  const int spare = nextSpare_++;
+  const int first = static_cast<int>(endings_.size());
+  endings_.resize(endings_.size() + lostCount);
+  if (!startAgent(spare, first, lostCount, true)) {
+    for (int r = first; r < first + lostCount; ++r) endings_[r].text = "not-started";
+    std::cerr << "ftcomm-run: the replacements did not start on host " << hosts_[spare].name
+              << std::endl;
+  }
+}
+
+bool AgentLaunch::step(int timeoutMs) {
+  std::vector<pollfd> fds;
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < agents_.size(); ++i) {
+    if (agents_[i].ended) continue;
+    fds.push_back({agents_[i].output, POLLIN, 0});
+    which.push_back(i);
+  }
+  if (fds.empty()) return false;
+  if (::poll(fds.data(), fds.size(), timeoutMs) > 0) {
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents != 0) readOutput(agents_[which[k]], false);
+    }
+  }
+  // startAgent may grow agents_: index, not iterate.
+  for (std::size_t i = 0; i < agents_.size(); ++i) {
+    if (agents_[i].ended) continue;
+    int status = 0;
+    if (::waitpid(agents_[i].pid, &status, WNOHANG) == agents_[i].pid)
+      agentEnded(agents_[i], status);
+  }
+  return true;
+}
+
+void AgentLaunch::stop(const std::string& why) {
+  if (stopping_) return;
+  stopping_ = true;
+  std::cerr << "ftcomm-run: ending the job: " << why << std::endl;
+  for (Agent& a : agents_) {
+    if (a.input >= 0) {
+      ::close(a.input);
+      a.input = -1;
+    }
+  }
+}
+
+std::string AgentLaunch::summary() const {
+  std::string text = "ranks";
+  for (std::size_t r = 0; r < endings_.size(); ++r) {
+    if (r == static_cast<std::size_t>(worldSize_)) text += "; replacements";
+    text += " " + std::to_string(r) + ":" + endings_[r].text;
+  }
+  return text;
+}
+
+int AgentLaunch::result() const {
+  bool ran = false;
+  for (const Ending& e : endings_) {
+    if (e.bad) return e.code;
+    ran = ran || (!e.text.empty() && e.text != "lost");
+  }
+  return ran ? 0 : 1;
+}
+
+}  // namespace ftcomm::launcher

@@ -1,0 +1,44 @@
+// The per-host agent of `ftcomm-run --launch agents`:
+//   ftcomm-run --agent FIRST COUNT SIZE [--replacement] -- PROGRAM ARGS...
+// ftcomm-run starts one on each host through a remote shell (ssh, or the simulated hosts'
+// --host-agent). It starts the host's COUNT ranks, launch ranks FIRST..FIRST+COUNT-1 of a job
+// launched SIZE strong, watches them,
+// and reports how each one ended on its standard error, as a line that starts with
+// kReportMarker. It ends when its last rank has ended. When its standard input closes (the
+// launcher ended the job, or is gone) it stops its ranks, each a process group of its own: SIGTERM,
+// then SIGKILL after 5 s. A rank
+// never outlives its agent (PR_SET_PDEATHSIG), so a host whose agent is lost has no rank left
+// that nobody watches.
+//
+// Each rank gets FTCOMM_RANK, FTCOMM_WORLD_SIZE, FTCOMM_LOCAL_RANK and FTCOMM_LOCAL_SIZE, and
+// torchrun's RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE. --replacement starts them as
+// replacements for a lost host (FTCOMM_REPLACEMENT=1), whose launch ranks lie past SIZE: the job
+// gives them their ranks when it admits them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ftcomm::launcher {
+
+// Starts every report line; the rest is "RANK exit CODE", "RANK signal SIGNAL" or
+// "RANK failed-to-start".
+inline constexpr const char* kReportMarker =
+    "\x1e"
+    "ftcomm-agent ";
+
+struct RankReport {
+  int rank = -1;
+  std::string ending;  // "exit CODE" or "signal SIGNAL"
+  int value = 0;       // the code or the signal
+  bool exited = false;
+};
+
+// The report in `line` (after any text a rank left unfinished before it), or nothing.
+std::optional<RankReport> parseReport(const std::string& line);
+
+// The agent's exit code: 0 once every rank has ended, 2 for bad usage, 1 when it cannot run.
+int runRankAgent(const std::vector<std::string>& args);
+
+}  // namespace ftcomm::launcher
