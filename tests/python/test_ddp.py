@@ -38,3 +38,15 @@ def test_ddp_survives_a_killed_rank_and_admits_a_replacement(victim: int) -> Non
     assert "steps=30" in final.group(0)
     # ftcomm-run's summary line: "ranks 0:exit 0 1:exit 0 2:signal 9 3:exit 0"
     assert f" {victim}:signal 9" in result.stdout, result.stdout
+
+
+def test_ddp_under_one_agent_per_host_survives_a_killed_rank() -> None:
+    """ftcomm-run --launch agents: the ranks get FTCOMM_RANK (and torchrun's RANK), not mpirun's
+    variables, and the backend finds its rank and size there."""
+    result = run_ranks(4, EXAMPLE, "--steps", "30", "--fault", "--fault-rank", "1", "--replace",
+                       run_flags=["--launch", "agents"])
+    final = re.search(r"^FINAL .*$", result.stdout, re.M)
+    assert final, result.stdout
+    assert "world_sizes=4>3>4 replicas_identical=yes" in final.group(0), result.stdout
+    assert "agents ended; ranks 0:exit 0 1:signal 9 2:exit 0 3:exit 0" in result.stdout, \
+        result.stdout
