@@ -151,12 +151,16 @@ void AgentLaunch::readOutput(Agent& agent, bool toEnd) {
   }
 }
 
-void AgentLaunch::takeLine(const Agent& agent, const std::string& line) {
+void AgentLaunch::takeLine(Agent& agent, const std::string& line) {
   // A rank's unfinished line may precede a report: it goes on as a line of its own.
   const auto marker = line.find(kReportMarker);
   if (marker != 0) std::cerr << line.substr(0, marker) << "\n";
   if (marker == std::string::npos) return;
   const auto report = parseReport(line);
+  if (report && report->started) {
+    agent.started = true;
+    return;
+  }
   if (!report || report->rank < agent.first || report->rank >= agent.first + agent.count) return;
   const Ending ending{report->ending,
                       report->exited && report->value != 0 && report->value != kExpelled,
@@ -176,6 +180,18 @@ void AgentLaunch::agentEnded(Agent& agent, int status) {
   ::close(agent.output);
   ::close(agent.input);
   agent.output = agent.input = -1;
+  if (!agent.started) {
+    // The remote shell never reached the host (ssh refused, no such host): nothing was lost, and
+    // a first launch cannot go on without the host's ranks.
+    for (int r = agent.first; r < agent.first + agent.count; ++r) endings_[r].text = "not-started";
+    std::cerr << "ftcomm-run: the agent for host " << hosts_[agent.host].name << " did not start ("
+              << hosts_[agent.host].shell[0] << " " << describe(status) << ")" << std::endl;
+    if (!agent.replacement) {
+      unreachable_ = true;
+      stop("host " + hosts_[agent.host].name + " is unreachable");
+    }
+    return;
+  }
   std::string lost;
   int lostCount = 0;
   for (int r = agent.first; r < agent.first + agent.count; ++r) {
@@ -251,9 +267,9 @@ int AgentLaunch::result() const {
   bool ran = false;
   for (const Ending& e : endings_) {
     if (e.bad) return e.code;
-    ran = ran || (!e.text.empty() && e.text != "lost");
+    ran = ran || e.text.rfind("exit", 0) == 0 || e.text.rfind("signal", 0) == 0;
   }
-  return ran ? 0 : 1;
+  return ran && !unreachable_ ? 0 : 1;
 }
 
 }  // namespace ftcomm::launcher

@@ -51,7 +51,7 @@ class AgentLaunch {
   // "ranks 0:exit 0 1:lost ...", and the replacements' endings when there were any.
   std::string summary() const;
   // 0 when every rank ended in a way the job survives; else the first error exit; 1 if no rank
-  // ran.
+  // ran or an agent of the first launch never started.
   int result() const;
 
  private:
@@ -64,6 +64,7 @@ class AgentLaunch {
     int input = -1;   // our end of its standard input
     int output = -1;  // our end of its standard error
     std::string pending;
+    bool started = false;  // it said so: the remote shell reached the host
     bool ended = false;
   };
   struct Ending {
@@ -74,7 +75,7 @@ class AgentLaunch {
 
   bool startAgent(int host, int first, int count, bool replacement);
   void readOutput(Agent& agent, bool toEnd);
-  void takeLine(const Agent& agent, const std::string& line);
+  void takeLine(Agent& agent, const std::string& line);
   void agentEnded(Agent& agent, int status);
   std::string commandLine(const Agent& agent) const;
 
@@ -88,6 +89,7 @@ class AgentLaunch {
   std::vector<Ending> endings_;  // by launch rank: the first launch's, then replacements'
   int nextSpare_;
   bool stopping_ = false;
+  bool unreachable_ = false;  // an agent of the first launch never started
 };
 
 }  // namespace ftcomm::launcher

@@ -33,8 +33,9 @@
 // Exit status: 77 when --nodes cannot make its namespaces here (tests skip on it); 0 when every
 // rank exited 0, died from a signal, or was expelled (exit code 75, FTCOMM_EXIT_ON_EXPEL, which
 // this sets), or with agents was lost with its host: failures the job survived; otherwise the
-// first non-zero exit code of a rank, or mpirun's own when it ended the job itself; 1 when no
-// rank ran at all; 2 for bad usage (--help prints the usage and exits 0).
+// first non-zero exit code of a rank, or mpirun's own when it ended the job itself, or with
+// agents 128+N when signal N stopped the job; 1 when no rank ran at all or a host's agent could
+// not start; 2 for bad usage (--help prints the usage and exits 0).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -385,7 +386,9 @@ int launchWithAgents(const Options& o, SimulatedHosts& hosts, const fs::path& wo
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
   std::cerr << "ftcomm-run: agents ended; " << launch.summary() << std::endl;
-  return launch.result();
+  // An interrupted job did not finish, whatever its ranks said.
+  const int result = launch.result();
+  return result == 0 && stopSignal != 0 ? 128 + stopSignal : result;
 }
 
 // The exit code that says simulated hosts cannot be made here (tests skip on it).

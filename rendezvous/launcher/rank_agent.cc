@@ -75,6 +75,10 @@ std::optional<RankReport> parseReport(const std::string& line) {
   if (at == std::string::npos) return std::nullopt;
   std::istringstream in(line.substr(at + std::strlen(kReportMarker)));
   RankReport r;
+  if (line.compare(at + std::strlen(kReportMarker), 7, "started") == 0) {
+    r.started = true;
+    return r;
+  }
   if (!(in >> r.rank >> r.ending)) return std::nullopt;
   if (r.ending == "failed-to-start") {
     r.exited = true;
@@ -134,6 +138,11 @@ int runRankAgent(const std::vector<std::string>& args) {
     running[pid] = static_cast<int>(rank);
   }
 
+  {
+    const std::string line = std::string(kReportMarker) + "started\n";
+    const ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+    (void)ignored;
+  }
   bool stopping = false;
   bool watchInput = true;  // false when there is no standard input to watch
   Clock::time_point killAt{};

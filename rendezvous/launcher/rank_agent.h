@@ -22,13 +22,14 @@
 
 namespace ftcomm::launcher {
 
-// Starts every report line; the rest is "RANK exit CODE", "RANK signal SIGNAL" or
-// "RANK failed-to-start".
+// Starts every report line; the rest is "started" (once, when the agent has started its ranks),
+// "RANK exit CODE", "RANK signal SIGNAL" or "RANK failed-to-start".
 inline constexpr const char* kReportMarker =
     "\x1e"
     "ftcomm-agent ";
 
 struct RankReport {
+  bool started = false;  // the agent's "started": no rank's ending
   int rank = -1;
   std::string ending;  // "exit CODE" or "signal SIGNAL"
   int value = 0;       // the code or the signal

@@ -345,6 +345,31 @@ TEST_CASE(
   CHECK(exitOf({"--launch", "bogus", "-np", "2", "--", "true"}) == 2);
   CHECK(exitOf({"--spares", "1", "--nodes", "2", "-np", "2", "--", "true"}) == 2);
   CHECK(exitOf({"--launch", "agents", "--spares", "1", "-np", "2", "--", "true"}) == 2);
+  {
+    // A host the remote shell cannot reach ends the job at once, naming the host.
+    TempDir dir;
+    std::ofstream(dir.path / "hosts") << "unreachable-host slots=1\n";
+    LineProcess run(
+        {binary("ftcomm-run"), "--launch", "agents", "--hostfile", (dir.path / "hosts").string(),
+         "--rsh", "/bin/false", "--rendezvous", "127.0.0.1:1", "-np", "1", "--", "true"},
+        (dir.path / "err").string());
+    (void)run.waitFor("no line starts like this", 60s);
+    CHECK(run.child().waitExit(30s) == 1 << 8);
+    std::ifstream err(dir.path / "err");
+    const std::string text((std::istreambuf_iterator<char>(err)), {});
+    CHECK_THAT(text, Catch::Contains("the agent for host unreachable-host did not start"));
+  }
+  {
+    // SIGTERM ends a job of agents: its ranks are stopped, and the job is not reported done.
+    LineProcess run({binary("ftcomm-run"), "--launch", "agents", "-np", "2", "--", "sh", "-c",
+                     "echo up; exec sleep 600"});
+    REQUIRE(run.waitFor("up", 60s).has_value());
+    REQUIRE(run.waitFor("up", 60s).has_value());
+    run.child().signal(SIGTERM);
+    const auto status = run.child().waitExit(30s);
+    REQUIRE(status.has_value());
+    CHECK((WIFEXITED(*status) && WEXITSTATUS(*status) == 128 + SIGTERM));
+  }
 
   // --help: the usage on standard output, exit 0, nothing started.
   LineProcess help({binary("ftcomm-run"), "--help"});
