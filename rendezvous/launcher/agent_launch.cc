@@ -136,6 +136,7 @@ void AgentLaunch::readOutput(Agent& agent, bool toEnd) {
   for (;;) {
     const ssize_t n = ::read(agent.output, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) agent.outputEnded = true;
     if (n <= 0) break;  // the end, or nothing more for now (EAGAIN)
     agent.pending.append(buffer, static_cast<std::size_t>(n));
     std::size_t from = 0;
@@ -221,12 +222,16 @@ void AgentLaunch::agentEnded(Agent& agent, int status) {
 bool AgentLaunch::step(int timeoutMs) {
   std::vector<pollfd> fds;
   std::vector<std::size_t> which;
+  bool running = false;
   for (std::size_t i = 0; i < agents_.size(); ++i) {
     if (agents_[i].ended) continue;
+    running = true;
+    // An output at its end would poll ready at once, again and again, until the agent is reaped.
+    if (agents_[i].outputEnded) continue;
     fds.push_back({agents_[i].output, POLLIN, 0});
     which.push_back(i);
   }
-  if (fds.empty()) return false;
+  if (!running) return false;
   if (::poll(fds.data(), fds.size(), timeoutMs) > 0) {
     for (std::size_t k = 0; k < fds.size(); ++k) {
       if (fds[k].revents != 0) readOutput(agents_[which[k]], false);

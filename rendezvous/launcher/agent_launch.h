@@ -64,7 +64,8 @@ class AgentLaunch {
     int input = -1;   // our end of its standard input
     int output = -1;  // our end of its standard error
     std::string pending;
-    bool started = false;  // it said so: the remote shell reached the host
+    bool started = false;      // it said so: the remote shell reached the host
+    bool outputEnded = false;  // its standard error reached its end
     bool ended = false;
   };
   struct Ending {
