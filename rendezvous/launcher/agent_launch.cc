@@ -33,12 +33,21 @@ std::string shellQuoted(const std::string& word) {
 
 }  // namespace
 
-AgentLaunch::AgentLaunch(std::vector<AgentHost> hosts, int spares, int ranksPerHost,
-                         std::string agent, std::vector<std::string> program)
+namespace {
+
+int ranksOf(const std::vector<AgentHost>& hosts) {
+  int total = 0;
+  for (const auto& h : hosts) total += h.ranks;
+  return total;
+}
+
+}  // namespace
+
+AgentLaunch::AgentLaunch(std::vector<AgentHost> hosts, int spares, std::string agent,
+                         std::vector<std::string> program)
     : hosts_(std::move(hosts)),
       spares_(spares),
-      ranksPerHost_(ranksPerHost),
-      worldSize_(static_cast<int>(hosts_.size() - spares) * ranksPerHost),
+      worldSize_(ranksOf(hosts_)),
       agentPath_(std::move(agent)),
       program_(std::move(program)),
       endings_(worldSize_),
@@ -122,11 +131,14 @@ bool AgentLaunch::startAgent(int host, int first, int count, bool replacement) {
 bool AgentLaunch::start() {
   ::signal(SIGPIPE, SIG_IGN);
   const int used = static_cast<int>(hosts_.size()) - spares_;
+  int first = 0;
   for (int h = 0; h < used; ++h) {
-    if (!startAgent(h, h * ranksPerHost_, ranksPerHost_, false)) {
+    if (hosts_[h].ranks == 0) continue;
+    if (!startAgent(h, first, hosts_[h].ranks, false)) {
       stop("an agent did not start");
       return false;
     }
+    first += hosts_[h].ranks;
   }
   return true;
 }

@@ -24,17 +24,19 @@
 
 namespace ftcomm::launcher {
 
-// How to run a command line on one host: `shell` followed by the line as its last word.
+// How to run a command line on one host: `shell` followed by the line as its last word; and
+// how many ranks the first launch starts there (0: none, a spare).
 struct AgentHost {
   std::string name;
   std::vector<std::string> shell;
+  int ranks = 0;
 };
 
 class AgentLaunch {
  public:
-  // `agent`: this program's path on the hosts; `program`: what each rank runs. The first
-  // `hosts.size() - spares` hosts get `ranksPerHost` ranks each, in order; the rest stand by.
-  AgentLaunch(std::vector<AgentHost> hosts, int spares, int ranksPerHost, std::string agent,
+  // `agent`: this program's path on the hosts; `program`: what each rank runs. Each host gets
+  // its `ranks`, numbered in the hosts' order; the last `spares` hosts stand by.
+  AgentLaunch(std::vector<AgentHost> hosts, int spares, std::string agent,
               std::vector<std::string> program);
   ~AgentLaunch();
 
@@ -82,7 +84,6 @@ class AgentLaunch {
 
   std::vector<AgentHost> hosts_;
   int spares_;
-  int ranksPerHost_;
   int worldSize_;
   std::string agentPath_;
   std::vector<std::string> program_;

@@ -327,17 +327,30 @@ int launchWithMpirun(const Options& o, SimulatedHosts& hosts, const fs::path& wo
   return result;
 }
 
-// The host names of an mpirun-style hostfile ("node1 slots=8", # comments).
-std::vector<std::string> hostfileNames(const std::string& path) {
+// The hosts of an mpirun-style hostfile ("node1 slots=8", # comments), each with its slots
+// (0 where the line gives none); "" with the hosts, else what is wrong and where.
+std::string readHostfile(const std::string& path, std::vector<std::pair<std::string, int>>* hosts) {
   std::ifstream in(path);
-  std::vector<std::string> names;
+  int number = 0;
   for (std::string line; std::getline(in, line);) {
+    ++number;
     line = line.substr(0, line.find('#'));
     std::istringstream words(line);
-    std::string name;
-    if (words >> name) names.push_back(name);
+    std::string name, word;
+    if (!(words >> name)) continue;
+    int slots = 0;
+    while (words >> word) {
+      if (word.rfind("slots=", 0) != 0) continue;  // max_slots= and the like: mpirun's
+      char* end = nullptr;
+      const long n = std::strtol(word.c_str() + 6, &end, 10);
+      if (*end != '\0' || n < 1 || n > 4096) {
+        return path + ":" + std::to_string(number) + ": '" + word + "' is not slots=1..4096";
+      }
+      slots = static_cast<int>(n);
+    }
+    hosts->push_back({name, slots});
   }
-  return names;
+  return "";
 }
 
 volatile sig_atomic_t stopSignal = 0;
@@ -356,21 +369,53 @@ int launchWithAgents(const Options& o, SimulatedHosts& hosts, const fs::path& wo
     std::vector<std::string> rsh;
     std::istringstream words(o.rsh);
     for (std::string w; words >> w;) rsh.push_back(w);
-    for (const auto& name : hostfileNames(o.hostfile)) {
-      targets.push_back({name, rsh});
+    std::vector<std::pair<std::string, int>> listed;
+    if (const std::string why = readHostfile(o.hostfile, &listed); !why.empty()) {
+      std::cerr << "ftcomm-run: --hostfile " << why << std::endl;
+      return 2;
+    }
+    for (const auto& [name, slots] : listed) {
+      targets.push_back({name, rsh, slots});
       targets.back().shell.push_back(name);
     }
   } else {
     targets.push_back({"localhost", {"/bin/sh", "-c"}});
   }
   const int used = static_cast<int>(targets.size()) - o.spares;
-  if (used < 1 || o.ranks % used != 0) {
-    std::cerr << "ftcomm-run: --launch agents spreads -np " << o.ranks << " evenly over the "
-              << used << " hosts in use (" << targets.size() << " in " << o.hostfile << ", "
-              << o.spares << " spare): it must be a multiple of them" << std::endl;
+  if (used < 1) {
+    std::cerr << "ftcomm-run: no host to start ranks on: " << targets.size() << " in " << o.hostfile
+              << ", " << o.spares << " of them spare" << std::endl;
     return 2;
   }
-  AgentLaunch launch(targets, o.spares, o.ranks / used, self.string(), o.program);
+  // The hosts' slots, filled in order, as mpirun places by slot; without slots on every host
+  // in use, an even spread.
+  int slots = 0;
+  bool everySlotted = true;
+  for (int h = 0; h < used; ++h) {
+    slots += targets[h].ranks;
+    everySlotted = everySlotted && targets[h].ranks > 0;
+  }
+  if (everySlotted && !o.hostfile.empty()) {
+    if (slots < o.ranks) {
+      std::cerr << "ftcomm-run: -np " << o.ranks << " is more than the " << slots
+                << " slots of the hosts in use in " << o.hostfile << std::endl;
+      return 2;
+    }
+    int left = o.ranks;
+    for (int h = 0; h < used; ++h) {
+      targets[h].ranks = std::min(targets[h].ranks, left);
+      left -= targets[h].ranks;
+    }
+  } else if (o.ranks % used != 0) {
+    std::cerr << "ftcomm-run: --launch agents spreads -np " << o.ranks << " evenly over the "
+              << used << " hosts in use, as they give no slots: it must be a multiple of them"
+              << std::endl;
+    return 2;
+  } else {
+    for (int h = 0; h < used; ++h) targets[h].ranks = o.ranks / used;
+  }
+  for (int h = used; h < static_cast<int>(targets.size()); ++h) targets[h].ranks = 0;
+  AgentLaunch launch(targets, o.spares, self.string(), o.program);
   struct sigaction action {};
   action.sa_handler = [](int sig) { stopSignal = sig; };
   sigemptyset(&action.sa_mask);

@@ -346,6 +346,16 @@ TEST_CASE(
   CHECK(exitOf({"--spares", "1", "--nodes", "2", "-np", "2", "--", "true"}) == 2);
   CHECK(exitOf({"--launch", "agents", "--spares", "1", "-np", "2", "--", "true"}) == 2);
   {
+    // A hostfile's slots: malformed, or fewer than -np.
+    TempDir dir;
+    std::ofstream(dir.path / "bad") << "node1 slots=many\n";
+    std::ofstream(dir.path / "small") << "node1 slots=1\nnode2 slots=1\n";
+    for (const char* file : {"bad", "small"}) {
+      CHECK(exitOf({"--launch", "agents", "--hostfile", (dir.path / file).string(), "--rendezvous",
+                    "127.0.0.1:1", "-np", "3", "--", "true"}) == 2);
+    }
+  }
+  {
     // A host the remote shell cannot reach ends the job at once, naming the host.
     TempDir dir;
     std::ofstream(dir.path / "hosts") << "unreachable-host slots=1\n";
