@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 
 #include "rendezvous/launcher/process.h"
@@ -73,6 +75,7 @@ std::string AgentLaunch::commandLine(const Agent& agent) const {
     line += " " + shellQuoted(word);
   }
   if (agent.replacement) line += " --replacement";
+  if (!dumpFolder_.empty()) line += " --ship-dumps";
   line += " --";
   for (const auto& word : program_) line += " " + shellQuoted(word);
   return line;
@@ -172,6 +175,19 @@ void AgentLaunch::takeLine(Agent& agent, const std::string& line) {
   const auto report = parseReport(line);
   if (report && report->started) {
     agent.started = true;
+    return;
+  }
+  if (report && !report->file.empty()) {
+    if (dumpFolder_.empty()) return;
+    // Whole or not at all: written aside, then renamed into place.
+    const std::string path = dumpFolder_ + "/" + report->file;
+    {
+      std::ofstream out(path + ".part", std::ios::binary);
+      out << report->contents;
+    }
+    if (std::rename((path + ".part").c_str(), path.c_str()) != 0) {
+      std::cerr << "ftcomm-run: cannot write " << path << std::endl;
+    }
     return;
   }
   if (!report || report->rank < agent.first || report->rank >= agent.first + agent.count) return;

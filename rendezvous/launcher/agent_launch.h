@@ -38,6 +38,10 @@ class AgentLaunch {
   // its `ranks`, numbered in the hosts' order; the last `spares` hosts stand by.
   AgentLaunch(std::vector<AgentHost> hosts, int spares, std::string agent,
               std::vector<std::string> program);
+
+  // The agents send their hosts' dumps of the job at their end, and they are written to
+  // `folder` (hosts that share no filesystem with this one).
+  void gatherDumpsInto(std::string folder) { dumpFolder_ = std::move(folder); }
   ~AgentLaunch();
 
   // Starts the agents of the first hosts; false (with a message) if one cannot be started.
@@ -92,6 +96,7 @@ class AgentLaunch {
   int nextSpare_;
   bool stopping_ = false;
   bool unreachable_ = false;  // an agent of the first launch never started
+  std::string dumpFolder_;    // where shipped dumps go; empty: the agents ship none
 };
 
 }  // namespace ftcomm::launcher

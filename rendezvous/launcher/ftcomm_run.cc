@@ -416,6 +416,13 @@ int launchWithAgents(const Options& o, SimulatedHosts& hosts, const fs::path& wo
   }
   for (int h = used; h < static_cast<int>(targets.size()); ++h) targets[h].ranks = 0;
   AgentLaunch launch(targets, o.spares, self.string(), o.program);
+  // Real hosts share no filesystem: their agents send the dumps here.
+  if (!o.hostfile.empty()) {
+    const fs::path folder = dumpFolder();
+    std::error_code ec;
+    fs::create_directories(folder, ec);
+    launch.gatherDumpsInto(folder.string());
+  }
   struct sigaction action {};
   action.sa_handler = [](int sig) { stopSignal = sig; };
   sigemptyset(&action.sa_mask);

@@ -7,12 +7,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -27,7 +31,8 @@ constexpr auto kTermGrace = std::chrono::seconds(5);
 
 int usageError(const std::string& why) {
   std::cerr << "ftcomm-run --agent: " << why
-            << "\nusage: ftcomm-run --agent FIRST COUNT SIZE [--replacement] -- PROGRAM ARGS...\n";
+            << "\nusage: ftcomm-run --agent FIRST COUNT SIZE [--replacement] [--ship-dumps] -- "
+               "PROGRAM ARGS...\n";
   return 2;
 }
 
@@ -68,6 +73,43 @@ std::vector<std::string> environmentWith(const std::vector<std::string>& set) {
   return env;
 }
 
+// Writes all of `text` to standard error, however many writes it takes.
+void writeAll(const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the launcher is gone
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+// Sends this host's dumps of the job (rank_agent.h, --ship-dumps).
+void shipDumps() {
+  namespace fs = std::filesystem;
+  const char* dir = std::getenv("FTCOMM_FR_DIR");
+  const char* job = std::getenv("FTCOMM_JOB");
+  if (job == nullptr || *job == '\0') return;
+  const std::string prefix = std::string(job) + ".";
+  std::error_code ec;
+  for (const auto& entry :
+       fs::directory_iterator(dir != nullptr && *dir != '\0' ? dir : "ftcomm-fr", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !entry.is_regular_file(ec)) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string line = std::string(kReportMarker) + "file " + name + " ";
+    line.reserve(line.size() + 2 * bytes.size() + 1);
+    for (unsigned char c : bytes) {
+      line.push_back(kDigits[c >> 4]);
+      line.push_back(kDigits[c & 15]);
+    }
+    line.push_back('\n');
+    writeAll(line);
+  }
+}
+
 }  // namespace
 
 std::optional<RankReport> parseReport(const std::string& line) {
@@ -77,6 +119,21 @@ std::optional<RankReport> parseReport(const std::string& line) {
   RankReport r;
   if (line.compare(at + std::strlen(kReportMarker), 7, "started") == 0) {
     r.started = true;
+    return r;
+  }
+  if (line.compare(at + std::strlen(kReportMarker), 5, "file ") == 0) {
+    std::string word, hex;
+    if (!(in >> word >> r.file >> hex) || hex.size() % 2 != 0) return std::nullopt;
+    // A plain file name: nothing may land outside the launcher's dump folder.
+    if (r.file.find('/') != std::string::npos || r.file[0] == '.') return std::nullopt;
+    auto digit = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+      if (!std::isxdigit(static_cast<unsigned char>(hex[i])) ||
+          !std::isxdigit(static_cast<unsigned char>(hex[i + 1]))) {
+        return std::nullopt;
+      }
+      r.contents.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
+    }
     return r;
   }
   if (!(in >> r.rank >> r.ending)) return std::nullopt;
@@ -93,7 +150,7 @@ std::optional<RankReport> parseReport(const std::string& line) {
 }
 
 int runRankAgent(const std::vector<std::string>& args) {
-  // FIRST COUNT SIZE [--replacement] -- PROGRAM ARGS...
+  // FIRST COUNT SIZE [--replacement] [--ship-dumps] -- PROGRAM ARGS...
   if (args.size() < 5) return usageError("too few arguments");
   auto number = [](const std::string& text, long lo, long hi, long* out) {
     char* end = nullptr;
@@ -103,6 +160,8 @@ int runRankAgent(const std::vector<std::string>& args) {
   std::size_t at = 3;
   const bool replacement = args[at] == "--replacement";
   if (replacement) ++at;
+  const bool ship = at < args.size() && args[at] == "--ship-dumps";
+  if (ship) ++at;
   // A first launch's ranks lie within 0..SIZE-1; replacements' past it.
   long first = 0, count = 0, size = 0;
   if (!number(args[2], 1, 4096, &size) || !number(args[0], 0, 1 << 20, &first) ||
@@ -177,6 +236,7 @@ int runRankAgent(const std::vector<std::string>& args) {
       for (const auto& [pid, rank] : running) ::kill(-pid, SIGTERM);
     }
   }
+  if (ship) shipDumps();
   return 0;
 }
 

@@ -1,5 +1,5 @@
 // The per-host agent of `ftcomm-run --launch agents`:
-//   ftcomm-run --agent FIRST COUNT SIZE [--replacement] -- PROGRAM ARGS...
+//   ftcomm-run --agent FIRST COUNT SIZE [--replacement] [--ship-dumps] -- PROGRAM ARGS...
 // ftcomm-run starts one on each host through a remote shell (ssh, or the simulated hosts'
 // --host-agent). It starts the host's COUNT ranks, launch ranks FIRST..FIRST+COUNT-1 of a job
 // launched SIZE strong, watches them,
@@ -13,7 +13,9 @@
 // Each rank gets FTCOMM_RANK, FTCOMM_WORLD_SIZE, FTCOMM_LOCAL_RANK and FTCOMM_LOCAL_SIZE, and
 // torchrun's RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE. --replacement starts them as
 // replacements for a lost host (FTCOMM_REPLACEMENT=1), whose launch ranks lie past SIZE: the job
-// gives them their ranks when it admits them.
+// gives them their ranks when it admits them. --ship-dumps: once its ranks have ended, it sends
+// the job's flight-recorder dumps (the files of FTCOMM_FR_DIR, default ./ftcomm-fr, named after
+// FTCOMM_JOB) to the launcher as reports, for hosts that share no filesystem with it.
 #pragma once
 
 #include <optional>
@@ -23,13 +25,16 @@
 namespace ftcomm::launcher {
 
 // Starts every report line; the rest is "started" (once, when the agent has started its ranks),
-// "RANK exit CODE", "RANK signal SIGNAL" or "RANK failed-to-start".
+// "RANK exit CODE", "RANK signal SIGNAL", "RANK failed-to-start", or "file NAME HEX" (a dump,
+// its bytes in hexadecimal).
 inline constexpr const char* kReportMarker =
     "\x1e"
     "ftcomm-agent ";
 
 struct RankReport {
   bool started = false;  // the agent's "started": no rank's ending
+  std::string file;      // a shipped dump's name, and its bytes in `contents`
+  std::string contents;
   int rank = -1;
   std::string ending;  // "exit CODE" or "signal SIGNAL"
   int value = 0;       // the code or the signal

@@ -132,11 +132,14 @@ timeout 300 ip netns exec "ftc-$holder-head" env FTCOMM_ADVERTISE_ADDR=10.20.0.1
   "$bin/ftcomm-run" --hostfile real-hosts -np 4 -- "$bin/ftcomm-test-comm" --scenario collectives \
   >real.log 2>real.log.err || rc=$?
 # The same hosts with one agent per host, reached through --rsh as ssh would reach them; the
-# ranks fill the slots in order: 3 on the first host, 1 on the second.
+# ranks fill the slots in order: 3 on the first host, 1 on the second. Each host sees a folder
+# of its own at FTCOMM_FR_DIR (the host agent mounts it there), so the dumps reach the head's
+# only through the agents.
 printf '10.10.0.11 slots=3\n10.10.0.12 slots=3\n' >agent-hosts
+mkdir -p "$work/agent-fr"
 agents_rc=0
 timeout 300 ip netns exec "ftc-$holder-head" env FTCOMM_ADVERTISE_ADDR=10.20.0.1 \
-  FTCOMM_SOCKET_IFNAME=data0 \
+  FTCOMM_SOCKET_IFNAME=data0 FTCOMM_FR_DIR="$work/agent-fr" \
   "$bin/ftcomm-run" --hostfile agent-hosts -np 4 --launch agents \
   --rsh "$bin/ftcomm-run --host-agent ftc-$holder $work/real-work" \
   -- "$bin/ftcomm-test-comm" --scenario collectives >agents.log 2>agents.log.err || agents_rc=$?
@@ -152,6 +155,14 @@ echo "real-host steps: --hostfile, FTCOMM_ADVERTISE_ADDR and FTCOMM_SOCKET_IFNAM
   { cat agents.log agents.log.err; fail "--launch agents --hostfile run"; }
 grep -q "host 10.10.0.12: agent started for ranks 3..3" agents.log.err ||
   { cat agents.log.err; fail "the second host's agent did not start rank 3 alone"; }
+# The ranks wrote into their hosts' own folders (3 on host 0)...
+[ "$(ls "$work/real-work/fr/h0" | grep -c '\.[0-3]\.ftfr$')" -eq 3 ] ||
+  { ls -la "$work/real-work/fr"/*; fail "the hosts' dump folders were not their own"; }
+# ...and the agents sent all 4 to the head's.
+[ "$(ls "$work/agent-fr" | grep -c '\.[0-3]\.ftfr$')" -eq 4 ] ||
+  { ls -la "$work/agent-fr" "$work/real-work/fr"/*; fail "the agents did not ship the 4 dumps"; }
+"$bin/ftcomm-fr" analyze "$work/agent-fr" >agents-fr.log 2>&1 || true
+grep -q "finished normally: ranks 0 1 2 3" agents-fr.log || { cat agents-fr.log; fail "shipped dumps"; }
 echo "real-host steps with one agent per host: --launch agents --hostfile --rsh"
 
 # ftcomm-bench-recovery's lost hosts: each trial must end with every survivor in the new epoch.
