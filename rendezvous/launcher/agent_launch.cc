@@ -147,17 +147,19 @@ bool AgentLaunch::start() {
 }
 
 void AgentLaunch::readOutput(Agent& agent, bool toEnd) {
-  char buffer[4096];
+  char buffer[65536];
   for (;;) {
     const ssize_t n = ::read(agent.output, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n == 0) agent.outputEnded = true;
     if (n <= 0) break;  // the end, or nothing more for now (EAGAIN)
+    // Only the new bytes can hold a line's end: a shipped dump is one line of megabytes.
+    std::size_t look = agent.pending.size();
     agent.pending.append(buffer, static_cast<std::size_t>(n));
     std::size_t from = 0;
-    for (std::size_t nl; (nl = agent.pending.find('\n', from)) != std::string::npos;
-         from = nl + 1) {
+    for (std::size_t nl; (nl = agent.pending.find('\n', look)) != std::string::npos;) {
       takeLine(agent, agent.pending.substr(from, nl - from));
+      from = look = nl + 1;
     }
     agent.pending.erase(0, from);
   }
