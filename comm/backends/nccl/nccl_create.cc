@@ -54,7 +54,9 @@ Result<int> chooseDevice(const NcclOptions& options, int hostRank, int devices) 
   if (device < 0) device = detail::envInt("FTCOMM_CUDA_DEVICE", -1);
   if (device == -2) return invalidArgument("FTCOMM_CUDA_DEVICE must be a device number");
   if (device < 0) {
-    const int local = detail::envInt("OMPI_COMM_WORLD_LOCAL_RANK", -1);
+    // The launcher's local rank: ftcomm-run's agents', else mpirun's.
+    const int local =
+        detail::envInt("FTCOMM_LOCAL_RANK", detail::envInt("OMPI_COMM_WORLD_LOCAL_RANK", -1));
     device = (local >= 0 ? local : hostRank) % devices;
   }
   if (device >= devices) {

@@ -50,8 +50,8 @@ class NcclBackend;
 }
 
 struct NcclOptions {
-  // -1: FTCOMM_CUDA_DEVICE, else the local rank (OMPI_COMM_WORLD_LOCAL_RANK, else the host rank)
-  // modulo the number of devices.
+  // -1: FTCOMM_CUDA_DEVICE, else the local rank (FTCOMM_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
+  // else the host rank) modulo the number of devices.
   int device = -1;
   std::string name = "nccl";
   // Creation and reconfigure(); 0: FTCOMM_CREATE_TIMEOUT_MS, else 60 s.
