@@ -274,12 +274,19 @@ bool AgentLaunch::step(int timeoutMs) {
     if (::waitpid(agents_[i].pid, &status, WNOHANG) == agents_[i].pid)
       agentEnded(agents_[i], status);
   }
+  if (stopping_ && std::chrono::steady_clock::now() >= killAgentsAt_) {
+    for (const Agent& a : agents_) {
+      if (!a.ended) ::kill(-a.pid, SIGKILL);  // each leads a process group of its own
+    }
+    killAgentsAt_ = std::chrono::steady_clock::time_point::max();
+  }
   return true;
 }
 
 void AgentLaunch::stop(const std::string& why) {
   if (stopping_) return;
   stopping_ = true;
+  killAgentsAt_ = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   std::cerr << "ftcomm-run: ending the job: " << why << std::endl;
   for (Agent& a : agents_) {
     if (a.input >= 0) {

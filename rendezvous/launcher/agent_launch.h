@@ -19,6 +19,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,8 @@ class AgentLaunch {
   // has ended.
   bool step(int timeoutMs);
 
-  // Ends the job: every agent is told to stop its ranks.
+  // Ends the job: every agent is told to stop its ranks; one still running 15 s later (its ranks
+  // get 5 s) is killed.
   void stop(const std::string& why);
 
   // "ranks 0:exit 0 1:lost ...", and the replacements' endings when there were any.
@@ -95,6 +97,8 @@ class AgentLaunch {
   std::vector<Ending> endings_;  // by launch rank: the first launch's, then replacements'
   int nextSpare_;
   bool stopping_ = false;
+  // Past it, agents still running after stop() (a remote shell that hangs) are killed.
+  std::chrono::steady_clock::time_point killAgentsAt_{};
   bool unreachable_ = false;  // an agent of the first launch never started
   std::string dumpFolder_;    // where shipped dumps go; empty: the agents ship none
 };

@@ -36,11 +36,21 @@ int usageError(const std::string& why) {
   return 2;
 }
 
-// One write, so that a report is never split by a rank's output to the same stream.
-void report(int rank, const std::string& ending) {
-  const std::string line = kReportMarker + std::to_string(rank) + " " + ending + "\n";
-  const ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
-  (void)ignored;
+// Writes all of `text` to standard error, however many writes it takes: a report line of up to
+// PIPE_BUF bytes in one, so that a rank's output to the same stream never splits it.
+void writeAll(const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the launcher is gone
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+// A report line (rank_agent.h): "started", an ending, or a shipped file.
+void report(const std::string& text) {
+  writeAll(kReportMarker + text + "\n");
 }
 
 // Sets the rank's environment, then execs; only async-signal-safe work after fork().
@@ -73,17 +83,6 @@ std::vector<std::string> environmentWith(const std::vector<std::string>& set) {
   return env;
 }
 
-// Writes all of `text` to standard error, however many writes it takes.
-void writeAll(const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the launcher is gone
-    done += static_cast<std::size_t>(n);
-  }
-}
-
 // Sends this host's dumps of the job (rank_agent.h, --ship-dumps).
 void shipDumps() {
   namespace fs = std::filesystem;
@@ -99,14 +98,13 @@ void shipDumps() {
     std::ifstream in(entry.path(), std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     static constexpr char kDigits[] = "0123456789abcdef";
-    std::string line = std::string(kReportMarker) + "file " + name + " ";
-    line.reserve(line.size() + 2 * bytes.size() + 1);
+    std::string line = "file " + name + " ";
+    line.reserve(line.size() + 2 * bytes.size());
     for (unsigned char c : bytes) {
       line.push_back(kDigits[c >> 4]);
       line.push_back(kDigits[c & 15]);
     }
-    line.push_back('\n');
-    writeAll(line);
+    report(line);
   }
 }
 
@@ -191,17 +189,13 @@ int runRankAgent(const std::vector<std::string>& args) {
     if (pid < 0) {
       std::cerr << "ftcomm-run --agent: cannot start rank " << rank << ": " << std::strerror(errno)
                 << std::endl;
-      report(static_cast<int>(rank), "failed-to-start");
+      report(std::to_string(rank) + " failed-to-start");
       continue;
     }
     running[pid] = static_cast<int>(rank);
   }
 
-  {
-    const std::string line = std::string(kReportMarker) + "started\n";
-    const ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
-    (void)ignored;
-  }
+  report("started");
   bool stopping = false;
   bool watchInput = true;  // false when there is no standard input to watch
   Clock::time_point killAt{};
@@ -211,10 +205,11 @@ int runRankAgent(const std::vector<std::string>& args) {
     if (ended > 0) {
       auto it = running.find(ended);
       if (it == running.end()) continue;
-      report(it->second,
-             WIFEXITED(status)
-                 ? "exit " + std::to_string(WEXITSTATUS(status))
-                 : "signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+      const std::string ending =
+          WIFEXITED(status)
+              ? "exit " + std::to_string(WEXITSTATUS(status))
+              : "signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+      report(std::to_string(it->second) + " " + ending);
       running.erase(it);
       continue;
     }
