@@ -32,7 +32,8 @@ struct CollectiveArgs {
   // allGatherV: recvCounts/recvDispls (elements) place each rank's block. allToAllV: all four,
   // by peer. Owned by the caller for the task's lifetime.
   std::span<const std::size_t> sendCounts, sendDispls, recvCounts, recvDispls;
-  // Pipelined algorithms (ring allreduce): bytes per segment; 0 for the algorithm's default.
+  // Pipelined algorithms (the ring allreduce): bytes per segment, from the tuning profile's
+  // band (`segment=`); 0 for the algorithm's default.
   std::size_t segmentBytes = 0;
   // The node-aware algorithms: each rank's host, as an index (empty: unknown). Owned by the
   // communicator's state, which outlives the task.

@@ -31,6 +31,7 @@ Result<Path> choosePath(const tuning::PlanTable& plan, const PathQuery& q) {
   // those that send messages; any other band (the direct way, or an inline one where there are
   // no slots) the registry's default, which reads the peers' buffers where it can.
   const tuning::Band& band = plan.band(q.collective, q.bytes);
+  path.segmentBytes = band.segment;
   if (band.way == tuning::Way::kMessage && band.algorithm != nullptr) {
     path.algorithm = band.algorithm;
     return path;

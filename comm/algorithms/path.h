@@ -20,6 +20,8 @@ struct Path {
   detail::InlineChunking chunking;
   // Otherwise the registry's algorithm.
   const AlgorithmInfo* algorithm = nullptr;
+  // The algorithm's pipeline segment from the profile (CollectiveArgs::segmentBytes; 0: its own).
+  std::size_t segmentBytes = 0;
 };
 
 struct PathQuery {

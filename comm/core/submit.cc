@@ -92,6 +92,7 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
     if (path.ok()) {
       chunking = path->chunking;
       algorithm = path->algorithm;
+      call.args.segmentBytes = path->segmentBytes;
     } else {
       status = path.status();
     }

@@ -18,6 +18,7 @@ Band bandOf(const Rule& rule) {
   band.room = rule.room;
   band.lend = rule.lend;
   band.copy = rule.copy;
+  band.segment = rule.segment;
   return band;
 }
 

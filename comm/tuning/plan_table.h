@@ -23,6 +23,7 @@ struct Band {
   std::size_t room = std::size_t{256} << 10;
   Lend lend = Lend::kDefault;
   Copy copy = Copy::kPlain;
+  std::size_t segment = 0;                               // Rule::segment
   const algorithms::AlgorithmInfo* algorithm = nullptr;  // Way::kMessage's named algorithm
   bool operator==(const Band&) const = default;
 };

@@ -73,6 +73,9 @@ struct Rule {
   std::size_t room = std::size_t{256} << 10;
   Lend lend = Lend::kDefault;
   Copy copy = Copy::kPlain;
+  // Way::kMessage: the registry algorithm's pipeline segment in bytes (CollectiveArgs::
+  // segmentBytes: the ring allreduce's segments); 0: the algorithm's default.
+  std::size_t segment = 0;
   // Way::kMessage: the registry's algorithm of this name for the rule's collective (empty: the
   // registry's default). Only in rules for one collective.
   std::string algorithm;

@@ -186,7 +186,7 @@ Status parseOption(Rule& rule, const std::string& option, const std::string& whe
   auto bad = [&] {
     return invalidArgument(where + ": '" + option +
                            "' is not an option (whole=, chunk=, room= BYTES; lend=default|mapped|"
-                           "choose; copy=plain|choose; algorithm=NAME)");
+                           "choose; copy=plain|choose; segment= BYTES; algorithm=NAME)");
   };
   if (key == "whole" || key == "chunk" || key == "room") {
     auto bytes = parseBytes(value);
@@ -204,6 +204,12 @@ Status parseOption(Rule& rule, const std::string& option, const std::string& whe
     auto copy = lookUp(kCopies, value);
     if (!copy) return bad();
     rule.copy = *copy;
+    return Status::Ok();
+  }
+  if (key == "segment") {
+    auto bytes = parseBytes(value);
+    if (!bytes) return bad();
+    rule.segment = *bytes;
     return Status::Ok();
   }
   if (key == "algorithm") {
@@ -248,6 +254,9 @@ Result<Rule> parseRule(const std::vector<std::string>& w, const std::string& whe
     if (Status s = parseOption(rule, w[i], where); !s.ok()) return s;
   }
   if (rule.chunk > rule.room) rule.room = rule.chunk;
+  if (rule.segment != 0 && rule.way != Way::kMessage) {
+    return invalidArgument(where + ": segment= needs a rule whose way is message");
+  }
   if (!rule.algorithm.empty()) {
     if (rule.collective.any || rule.way != Way::kMessage) {
       return invalidArgument(where + ": algorithm=" + rule.algorithm +
@@ -383,6 +392,7 @@ std::string serialize(const Profile& profile) {
     out << " " << nameOf(kWays, rule.way) << " whole=" << formatBytes(rule.whole)
         << " chunk=" << formatBytes(rule.chunk) << " room=" << formatBytes(rule.room)
         << " lend=" << nameOf(kLends, rule.lend) << " copy=" << nameOf(kCopies, rule.copy);
+    if (rule.segment != 0) out << " segment=" << formatBytes(rule.segment);
     if (!rule.algorithm.empty()) out << " algorithm=" << rule.algorithm;
     out << "\n";
   }

@@ -104,6 +104,28 @@ TEST_CASE("path: a named algorithm survives the text members agree on") {
   CHECK(tuning::profileHash(*again) == tuning::profileHash(*profile));
 }
 
+TEST_CASE("path: a band's segment reaches the algorithm, and survives the agreed text") {
+  const auto table =
+      tableOf("allreduce 2 <1M direct\nallreduce 2 1M- message algorithm=ring segment=768K\n", 2);
+  auto path = algorithms::choosePath(table, allreduce(512 << 10, true, true));
+  REQUIRE(path.ok());
+  CHECK(path->segmentBytes == 0);
+  path = algorithms::choosePath(table, allreduce(std::size_t{16} << 20, true, true));
+  REQUIRE(path.ok());
+  REQUIRE(path->algorithm != nullptr);
+  CHECK(path->algorithm->name == "ring");
+  CHECK(path->segmentBytes == 768u << 10);
+  const std::string text = tuning::serialize(table.profile());
+  CHECK(text.find("segment=768K") != std::string::npos);
+  auto again = tuning::parseProfile(text, "agreed");
+  REQUIRE(again.ok());
+  CHECK(tuning::profileHash(*again) == table.hash());
+  CHECK(errorOf("allreduce 2 * message segment=lots\n")
+            .rfind("t.rules:2: 'segment=lots' is not an option", 0) == 0);
+  CHECK(errorOf("allreduce 2 * direct segment=64K\n") ==
+        "t.rules:2: segment= needs a rule whose way is message");
+}
+
 TEST_CASE(
     "path: across hosts the collectives are node-aware unless the profile turns it off, an "
     "allreduce split from its threshold") {
