@@ -103,10 +103,19 @@ TEST_CASE("a streamed collective moves the chunk size its profile names") {
   const InlineChunking whole =
       inlineChunking(zen5, Collective::kAllReduce, zen5Chunk / 4, DataType::kFloat32, 2, true);
   REQUIRE(whole.chunks == 1);
-  // generic: the same allreduce goes to the direct algorithms past 256 KiB.
+  // generic: the same allreduce streams in the same chunks, each member choosing per call
+  // between lending and copying; past 64 MiB, and at 3 ranks, it goes to the direct algorithms.
   const InlineChunking generic = inlineChunking(shipped("generic", 2), Collective::kAllReduce,
                                                 16 * mib / 4, DataType::kFloat32, 2, true);
-  REQUIRE(generic.chunks == 0);
+  REQUIRE(generic.step == zen5Chunk);
+  REQUIRE(generic.lends);
+  REQUIRE(generic.chooses);
+  REQUIRE(inlineChunking(shipped("generic", 2), Collective::kAllReduce, 128 * mib / 4,
+                         DataType::kFloat32, 2, true)
+              .chunks == 0);
+  REQUIRE(inlineChunking(shipped("generic", 3), Collective::kAllReduce, 16 * mib / 4,
+                         DataType::kFloat32, 3, true)
+              .chunks == 0);
 }
 
 TEST_CASE("zen2's bands: 2-rank members choose, broadcasts stream in place of the direct form") {
@@ -135,9 +144,13 @@ TEST_CASE("zen2's bands: 2-rank members choose, broadcasts stream in place of th
   REQUIRE(
       inlineChunking(shipped("zen2", 3), Collective::kBroadcast, mib, DataType::kFloat64, 3, true)
           .direct);
-  // No other profile lets members choose.
+  // Of the others only generic lets members choose (how to post, not how to copy).
+  const InlineChunking generic = inlineChunking(shipped("generic", 2), Collective::kBroadcast,
+                                                mib / 8, DataType::kFloat64, 2, true);
+  REQUIRE(generic.chooses);
+  REQUIRE(!generic.choosesCopy);
   for (const std::string& name : ftcomm::tuning::builtinProfileNames()) {
-    if (name == "zen2") continue;
+    if (name == "zen2" || name == "generic") continue;
     INFO(name);
     REQUIRE(!inlineChunking(shipped(name, 2), Collective::kBroadcast, mib / 8, DataType::kFloat64,
                             2, true)
