@@ -98,7 +98,7 @@ const std::array kAlgorithms{
 // Below kAllReduceSmallBytes a whole-vector exchange per step beats the ring's 2(n-1) steps; up
 // to kAllReduceMediumBytes Rabenseifner's log steps win; above, the ring's neighbour-only
 // traffic does. Two ranks exchange whole vectors up to kTwoRankExchangeBytes: beyond it the
-// ring's 1 MiB segments, which overlap the reduction with the transfer and keep UCX on its
+// ring's segments, which overlap the reduction with the transfer and keep UCX on its
 // pipelined protocol, win over a link between hosts (docs/BENCHMARKS.md, "Between hosts").
 constexpr std::size_t kAllReduceSmallBytes = 64 * 1024;
 constexpr std::size_t kAllReduceMediumBytes = 4 << 20;

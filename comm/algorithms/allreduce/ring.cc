@@ -3,7 +3,7 @@
 // neighbour and folds the chunk from its left one into its own. Cost: 2(n-1) steps, each rank
 // sends and receives 2(n-1)/n of the vector: bandwidth-optimal, for large messages.
 //
-// Each chunk travels in segments (CollectiveArgs::segmentBytes, default 1 MiB), and the
+// Each chunk travels in segments (CollectiveArgs::segmentBytes, default 256 KiB), and the
 // schedule is one stream of units, unit u = (step, segment) in order: a segment goes on to the
 // right as soon as it is reduced, while the next one is still arriving, so reductions overlap
 // the transfers instead of alternating with them. Receives are posted in unit order (the left
@@ -21,7 +21,9 @@ namespace ftcomm::algorithms {
 
 namespace {
 
-constexpr std::size_t kDefaultSegmentBytes = 1 << 20;
+// Between two hosts over UCX's TCP transport, 256 KiB segments kept the link busier than 1 MiB
+// ones at 4-64 MiB (shaped and unshaped; docs/BENCHMARKS.md), and over loopback they were even.
+constexpr std::size_t kDefaultSegmentBytes = 256 << 10;
 constexpr std::size_t kDepth = 4;
 
 class RingAllReduce final : public TaskBase {
