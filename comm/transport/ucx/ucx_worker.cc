@@ -8,6 +8,13 @@
 
 namespace ftcomm::ucx {
 
+namespace {
+
+// Over TCP, messages up to this size go eagerly (UcxWorker::create).
+constexpr const char* kTcpEagerBytes = "256k";
+
+}  // namespace
+
 Status ucxError(const std::string& what, ucs_status_t status) {
   return internalError(what + ": " + ucs_status_string(status));
 }
@@ -46,6 +53,16 @@ Result<std::shared_ptr<UcxWorker>> UcxWorker::create(const std::string& netDevic
         s != UCS_OK) {
       ucp_config_release(config);
       return ucxError("UCX NET_DEVICES=" + netDevices, s);
+    }
+    // A socket interface leaves UCX its TCP transport, whose rendezvous costs a handshake more
+    // than sending eagerly: between two hosts a 32-64 KiB exchange took 210-218 us through it
+    // against 78-156 us eagerly (docs/BENCHMARKS.md). So messages up to kTcpEagerBytes go
+    // eagerly, unless the user's UCX_RNDV_THRESH says otherwise.
+    if (std::getenv("UCX_RNDV_THRESH") == nullptr) {
+      if (ucs_status_t s = ucp_config_modify(config, "RNDV_THRESH", kTcpEagerBytes); s != UCS_OK) {
+        ucp_config_release(config);
+        return ucxError(std::string("UCX RNDV_THRESH=") + kTcpEagerBytes, s);
+      }
     }
   }
   ucp_params_t params{};
