@@ -48,22 +48,22 @@ Result<std::shared_ptr<UcxWorker>> UcxWorker::create(const std::string& netDevic
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
     return ucxError("ucp_config_read", s);
   }
-  if (!netDevices.empty() && std::getenv("UCX_NET_DEVICES") == nullptr) {
-    if (ucs_status_t s = ucp_config_modify(config, "NET_DEVICES", netDevices.c_str());
-        s != UCS_OK) {
+  // Sets a UCX setting the user's environment (UCX_KEY) leaves unset; the config goes on an error.
+  auto setDefault = [&](const char* key, const std::string& value) -> Status {
+    if (std::getenv((std::string("UCX_") + key).c_str()) != nullptr) return Status::Ok();
+    if (ucs_status_t s = ucp_config_modify(config, key, value.c_str()); s != UCS_OK) {
       ucp_config_release(config);
-      return ucxError("UCX NET_DEVICES=" + netDevices, s);
+      return ucxError(std::string("UCX ") + key + "=" + value, s);
     }
+    return Status::Ok();
+  };
+  if (!netDevices.empty() && std::getenv("UCX_NET_DEVICES") == nullptr) {
+    FTCOMM_RETURN_IF_ERROR(setDefault("NET_DEVICES", netDevices));
     // A socket interface leaves UCX its TCP transport, whose rendezvous costs a handshake more
     // than sending eagerly: between two hosts a 32-64 KiB exchange took 210-218 us through it
     // against 78-156 us eagerly (docs/BENCHMARKS.md). So messages up to kTcpEagerBytes go
     // eagerly, unless the user's UCX_RNDV_THRESH says otherwise.
-    if (std::getenv("UCX_RNDV_THRESH") == nullptr) {
-      if (ucs_status_t s = ucp_config_modify(config, "RNDV_THRESH", kTcpEagerBytes); s != UCS_OK) {
-        ucp_config_release(config);
-        return ucxError(std::string("UCX RNDV_THRESH=") + kTcpEagerBytes, s);
-      }
-    }
+    FTCOMM_RETURN_IF_ERROR(setDefault("RNDV_THRESH", kTcpEagerBytes));
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
