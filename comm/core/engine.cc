@@ -24,6 +24,10 @@ const transport::OpSignature kControlSignature{transport::OpKind::kControl};
 // (Transport::settled) before its buffers are given back anyway.
 constexpr std::chrono::milliseconds kSettleTime{5000};
 constexpr std::chrono::milliseconds kPollSlice{1};
+// While a collective streams, the progress thread yields its core this often (Engine::run): an
+// application thread woken meanwhile waits at most about this long for a core the progress
+// thread holds, and a yield (about a microsecond here) costs about 1% of it.
+constexpr std::chrono::microseconds kStreamYieldEvery{100};
 
 }  // namespace
 
@@ -80,13 +84,26 @@ void Engine::wake() {
 
 void Engine::run() {
   std::unique_lock<std::mutex> lock(mu_);
+  // Something moved, and more may: poll again. Not where only a collective streams and a thread
+  // that waits for it polls anyway (Work::wait): that thread streams it, and this one would
+  // take turns with it on its core.
+  auto pollsOn = [this](bool moved) { return moved && !(streaming_ && spinning_ > 0); };
   while (!stopping_) {
-    if (pollLocked()) {
-      // Something moved, and more may: poll again, but let a thread that waits for the mutex (a
-      // caller posting its next operation) in between, and where processes outnumber cores,
-      // the process this one waits for.
+    if (pollsOn(pollLocked())) {
+      // Let a thread that waits for the mutex (a caller posting its next operation) in
+      // between, and where processes outnumber cores, the process this one waits for. While a
+      // collective streams, this thread would keep its core for the scheduler's whole slice, and
+      // an application thread that wakes meanwhile (from its sleep, or its wait for a GPU) would
+      // wait for it: it yields every kStreamYieldEvery, which bounds that wait without a system
+      // call between every two polls.
+      bool yields = oversubscribed();
+      if (streaming_ && !yields) {
+        const auto now = Clock::now();
+        yields = now - lastYield_ >= kStreamYieldEvery;
+        if (yields) lastYield_ = now;
+      }
       lock.unlock();
-      if (oversubscribed()) ::sched_yield();
+      if (yields) ::sched_yield();
       lock.lock();
       continue;
     }
@@ -97,7 +114,12 @@ void Engine::run() {
         until = std::min(until, Clock::now() + op->task->sleepLimit());
       }
     }
-    if (!releaseSpinLocked(Clock::now(), until)) continue;
+    // An inline collective handed to this thread while nobody polls: the peers' posts must wake
+    // it from now on, not once the grace of the last spin is over.
+    const bool watching = std::any_of(ops_.begin(), ops_.end(), [](const auto& op) {
+      return op->watchesSharedMemory && !op->work->done();
+    });
+    if (!releaseSpinLocked(Clock::now(), until, watching && spinning_ == 0)) continue;
     // A waiting thread that polls the worker itself gets UCX's events first: were this thread
     // woken by them too, on the same core, it would take the core and then the mutex and the
     // socket from it at every message (perf on an 8-byte allreduce over UCX). It still polls
@@ -122,10 +144,7 @@ void Engine::run() {
     // Inline collectives (inline_collective.h) are not announced by ring messages: with the
     // domains marked asleep, a post from now on wakes this thread; one from before is seen here.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    const bool watching = std::any_of(ops_.begin(), ops_.end(), [](const auto& op) {
-      return op->watchesSharedMemory && !op->work->done();
-    });
-    if (watching && pollLocked()) continue;
+    if (watching && pollsOn(pollLocked())) continue;
     sleepingUntil_ = until;
     lock.unlock();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
@@ -157,7 +176,13 @@ void Engine::startLocked(std::unique_ptr<Operation> op) {
   op->work->markStartedAtScheduling();
   Operation& started = *op;
   ops_.push_back(std::move(op));
-  if (sleepingUntil_ != Clock::time_point{} && started.deadline < sleepingUntil_) wake();
+  // Asleep past the new deadline, or with an inline collective to stream: the progress thread
+  // wakes now, while the caller still holds the core, and so takes it as soon as the caller
+  // sleeps, instead of behind a peer's wake-up of an idle core (100-400 us on these VMs).
+  if (sleepingUntil_ != Clock::time_point{} &&
+      (started.deadline < sleepingUntil_ || started.watchesSharedMemory)) {
+    wake();
+  }
   pollLocked(started.deadline - started.timeout);
 }
 
@@ -198,6 +223,7 @@ void Engine::addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain) {
 
 bool Engine::pollLocked(Clock::time_point now) {
   bool moved = worker_->progress();
+  bool streaming = false;
   for (auto it = domains_.begin(); it != domains_.end();) {
     auto domain = it->lock();
     if (!domain) {
@@ -232,6 +258,7 @@ bool Engine::pollLocked(Clock::time_point now) {
         op->work->complete(Status::Ok());
       } else if (op->task->hasMoreWork()) {
         moved = true;
+        streaming = true;
       }
     } else if (op->request->done()) {
       const Status& s = op->request->status();
@@ -257,6 +284,7 @@ bool Engine::pollLocked(Clock::time_point now) {
     }
   }
   sweepLocked();
+  streaming_ = streaming;
   return moved;
 }
 

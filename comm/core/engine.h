@@ -138,9 +138,10 @@ class Engine {
   // breakLocked's message to the rendezvous, sent from the outbox.
   void tellRendezvousLocked(const CommState& comm, const Status& why, std::uint64_t seq);
   void wake();
-  // Before the progress thread sleeps: ends the spin grace once it is over (false if a message
-  // came meanwhile that nobody saw), or shortens the sleep to the grace.
-  bool releaseSpinLocked(Clock::time_point now, Clock::time_point& until);
+  // Before the progress thread sleeps: ends the spin grace once it is over, or at once where
+  // `handedOver` (the progress thread alone has an operation to watch) and no thread spins (false
+  // if a message came meanwhile that nobody saw); else shortens the sleep to the grace.
+  bool releaseSpinLocked(Clock::time_point now, Clock::time_point& until, bool handedOver = false);
 
   std::mutex mu_;
   std::shared_ptr<ucx::UcxWorker> worker_;
@@ -154,9 +155,13 @@ class Engine {
   bool stopping_ = false;
   Clock::time_point sleepingUntil_{};
   std::atomic<bool> oversubscribed_{false};
-  int spinning_ = 0;       // threads in Work::wait's spin
-  int driving_ = 0;        // those of them that poll the UCX worker too
-  bool spinHeld_ = false;  // the domains count this process as polling
+  // The last pollLocked left a task with more work at once (a collective streaming through
+  // shared memory): the progress thread runs on without waiting for anything.
+  bool streaming_ = false;
+  Clock::time_point lastYield_{};  // the progress thread's last yield while streaming
+  int spinning_ = 0;               // threads in Work::wait's spin
+  int driving_ = 0;                // those of them that poll the UCX worker too
+  bool spinHeld_ = false;          // the domains count this process as polling
   Clock::time_point spinEnded_{};
   std::atomic<bool> polledToCompletion_{false};  // since releaseSpinLocked last looked
   std::thread thread_;

@@ -43,11 +43,11 @@ void Engine::endSpin(bool done, Clock::time_point now, bool drivesWorker) {
   }
 }
 
-bool Engine::releaseSpinLocked(Clock::time_point now, Clock::time_point& until) {
+bool Engine::releaseSpinLocked(Clock::time_point now, Clock::time_point& until, bool handedOver) {
   if (polledToCompletion_.exchange(false, std::memory_order_relaxed))
     spinEnded_ = std::max(spinEnded_, now);
   if (!spinHeld_) return true;
-  if (spinning_ > 0 || now < spinEnded_ + kSpinGrace) {
+  if (spinning_ > 0 || (!handedOver && now < spinEnded_ + kSpinGrace)) {
     until = std::min(until, now + kSpinGrace);
     return true;
   }

@@ -439,11 +439,23 @@ Result<bool> InlineTask::advance() {
   // out for its whole duration.
   constexpr std::size_t kSmallChunk = std::size_t{64} << 10;
   const std::uint64_t before = run_.chunksDone();
-  Result<bool> done = run_.poll(run_.step() > kSmallChunk ? 1 : 4);
+  const std::uint64_t chunks = run_.step() > kSmallChunk ? 1 : 4;
+  Result<bool> done = run_.poll(chunks);
   if (!done.ok() || *done) return done;
-  const auto now = std::chrono::steady_clock::now();
+  auto now = std::chrono::steady_clock::now();
+  // Streaming, the peers' next posts are due within microseconds: look for them here for up to
+  // kStreamLook rather than go round the engine's loop (its other polls, its mutex) per look.
+  if (streaming_ && run_.chunksDone() == before) {
+    const auto until = now + kStreamLook;
+    for (unsigned polls = 1; run_.chunksDone() == before; ++polls) {
+      done = run_.poll(chunks);
+      if (!done.ok() || *done) return done;
+      if (polls % 8 == 0 && (now = std::chrono::steady_clock::now()) >= until) break;
+    }
+    now = std::chrono::steady_clock::now();
+  }
   if (run_.chunksDone() != before) moved_ = now;
-  streaming_ = run_.chunksDone() > 0 && now - moved_ < kStreamPatience;
+  streaming_ = now - moved_ < kStreamPatience;
   return done;
 }
 

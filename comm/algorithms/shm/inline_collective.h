@@ -298,12 +298,16 @@ class InlineTask final : public algorithms::CollectiveTask {
     return run_.queued() ? kQueueLook : std::chrono::microseconds::zero();
   }
   static constexpr auto kQueueLook = std::chrono::microseconds(1000);
+  // How long one advance of a streaming collective looks for the peers' next posts while it
+  // holds the engine's mutex.
+  static constexpr auto kStreamLook = std::chrono::microseconds(20);
 
  private:
   transport::Transport& transport_;
   InlineCollective run_;
-  std::chrono::steady_clock::time_point moved_;  // when a chunk was last done
-  bool streaming_ = true;                        // a chunk was done within kStreamPatience
+  // When a chunk was last done, or the task was made (the peers' first posts are due as soon).
+  std::chrono::steady_clock::time_point moved_;
+  bool streaming_ = true;  // moved_ is within kStreamPatience
 };
 
 }  // namespace ftcomm::detail
