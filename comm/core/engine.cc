@@ -176,11 +176,12 @@ void Engine::startLocked(std::unique_ptr<Operation> op) {
   op->work->markStartedAtScheduling();
   Operation& started = *op;
   ops_.push_back(std::move(op));
-  // Asleep past the new deadline, or with an inline collective to stream: the progress thread
-  // wakes now, while the caller still holds the core, and so takes it as soon as the caller
-  // sleeps, instead of behind a peer's wake-up of an idle core (100-400 us on these VMs).
+  // Asleep past the new deadline, or with an inline collective to stream and a core of its
+  // own: the progress thread wakes now, while the caller still holds the core, and so takes it
+  // as soon as the caller sleeps, instead of behind a peer's wake-up of an idle core (100-400 us
+  // on these VMs).
   if (sleepingUntil_ != Clock::time_point{} &&
-      (started.deadline < sleepingUntil_ || started.watchesSharedMemory)) {
+      (started.deadline < sleepingUntil_ || (started.watchesSharedMemory && !oversubscribed()))) {
     wake();
   }
   pollLocked(started.deadline - started.timeout);

@@ -445,7 +445,7 @@ Result<bool> InlineTask::advance() {
   auto now = std::chrono::steady_clock::now();
   // Streaming, the peers' next posts are due within microseconds: look for them here for up to
   // kStreamLook rather than go round the engine's loop (its other polls, its mutex) per look.
-  if (streaming_ && run_.chunksDone() == before) {
+  if (eager_ && streaming_ && run_.chunksDone() == before) {
     const auto until = now + kStreamLook;
     for (unsigned polls = 1; run_.chunksDone() == before; ++polls) {
       done = run_.poll(chunks);
@@ -455,7 +455,7 @@ Result<bool> InlineTask::advance() {
     now = std::chrono::steady_clock::now();
   }
   if (run_.chunksDone() != before) moved_ = now;
-  streaming_ = now - moved_ < kStreamPatience;
+  streaming_ = (eager_ || run_.chunksDone() > 0) && now - moved_ < kStreamPatience;
   return done;
 }
 

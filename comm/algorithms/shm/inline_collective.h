@@ -287,8 +287,15 @@ class InlineTask final : public algorithms::CollectiveTask {
  public:
   static constexpr auto kStreamPatience = std::chrono::microseconds(1000);
   // What the caller's polls found wrong never comes here (submit_inline.cc fails the call).
-  InlineTask(transport::Transport& transport, InlineCollective run)
-      : transport_(transport), run_(std::move(run)), moved_(std::chrono::steady_clock::now()) {}
+  // `eager`: a core for every process, where polling costs nobody else's turn; the task counts as
+  // streaming from its hand-over and looks for the peers' posts for up to kStreamLook per
+  // advance. Otherwise it streams once a chunk moved, and looks once per advance.
+  InlineTask(transport::Transport& transport, InlineCollective run, bool eager)
+      : transport_(transport),
+        run_(std::move(run)),
+        moved_(std::chrono::steady_clock::now()),
+        eager_(eager),
+        streaming_(eager) {}
   // A peer that died fails it (nothing else involves the peer: no request waits on it).
   Result<bool> advance() override;
   bool hasMoreWork() const override { return run_.stoppedAtLimit() || streaming_; }
@@ -307,7 +314,8 @@ class InlineTask final : public algorithms::CollectiveTask {
   InlineCollective run_;
   // When a chunk was last done, or the task was made (the peers' first posts are due as soon).
   std::chrono::steady_clock::time_point moved_;
-  bool streaming_ = true;  // moved_ is within kStreamPatience
+  const bool eager_;
+  bool streaming_;  // a chunk moved (or, eager, the task was made) within kStreamPatience
 };
 
 }  // namespace ftcomm::detail
