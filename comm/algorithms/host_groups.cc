@@ -56,6 +56,10 @@ HostGroups groupByHost(transport::Transport& transport, std::span<const int> hos
   return groups;
 }
 
+bool severalHosts(std::span<const int> hosts) {
+  return std::any_of(hosts.begin(), hosts.end(), [&](int host) { return host != hosts.front(); });
+}
+
 bool spansHosts(std::span<const int> hosts) {
   std::map<int, int> members;
   for (int host : hosts) ++members[host];

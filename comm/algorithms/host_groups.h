@@ -31,4 +31,7 @@ HostGroups groupByHost(transport::Transport& transport, std::span<const int> hos
 // node-aware collectives apply.
 bool spansHosts(std::span<const int> hosts);
 
+// Whether the ranks of `hosts` are on more than one host: some messages cross the network.
+bool severalHosts(std::span<const int> hosts);
+
 }  // namespace ftcomm::algorithms

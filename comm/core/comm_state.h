@@ -66,6 +66,9 @@ class CommState {
   // keeps its members' hosts.
   std::vector<int> hosts;
   bool spansHosts = false;
+  // Some member is on another host: messages to it cross the network (Work::wait then yields
+  // after every empty poll of a small operation, WorkState::expectNetwork).
+  bool severalHosts = false;
   // The tuning profile every member agreed on (rank 0's), resolved for this communicator's size.
   // Set at creation.
   std::shared_ptr<const tuning::PlanTable> tuning;

@@ -101,6 +101,7 @@ void assignHosts(CommState& state, const std::vector<std::optional<shm::ShmOffer
     state.hosts.push_back(index.emplace(key, static_cast<int>(index.size())).first->second);
   }
   state.spansHosts = algorithms::spansHosts(state.hosts);
+  state.severalHosts = algorithms::severalHosts(state.hosts);
 }
 
 // One message between every pair, so that every endpoint is wired up before the epoch is used.

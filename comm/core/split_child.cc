@@ -37,6 +37,7 @@ Result<std::unique_ptr<Communicator>> makeChild(const std::shared_ptr<CommState>
   }
   // The members keep their hosts, so a child across hosts takes the node-aware collectives too.
   child->spansHosts = algorithms::spansHosts(child->hosts);
+  child->severalHosts = algorithms::severalHosts(child->hosts);
   child->tuning = std::make_shared<const tuning::PlanTable>(parent->tuning->profile(), child->size);
   if (parent->inlineGroup) {
     child->inlineGroup = detail::makeInlineGroup(child->tuning, child->shm, child->shmMembers,

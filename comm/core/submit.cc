@@ -132,6 +132,7 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
   op->deadline = Clock::now() + op->timeout;
   op->work = std::make_shared<WorkState>(comm->engine, std::move(progress), op->deadline);
   op->work->expectBytes(call.choiceBytes);
+  if (comm->severalHosts) op->work->expectNetwork();
   op->name = call.name;
   op->seq = seq;
   op->counts = std::move(call.counts);
@@ -187,6 +188,7 @@ Work submitPointToPoint(const std::shared_ptr<CommState>& comm, const PointToPoi
   op->deadline = Clock::now() + op->timeout;
   op->work = std::make_shared<WorkState>(comm->engine, std::move(progress), op->deadline);
   op->work->expectBytes(call.count * dataTypeSize(call.dtype));
+  if (comm->severalHosts) op->work->expectNetwork();
   op->name = name;
   op->peer = call.peer;
   op->tag = call.tag;

@@ -74,6 +74,13 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 // to 830 us (medians of 4-6 alternating runs); small collectives did not move (BENCHMARKS.md).
 constexpr auto kSpinOversubscribed = std::chrono::microseconds(500);
 constexpr unsigned kPollsPerYield = 8;
+// An operation of at most this many bytes that waits on the network yields after every empty
+// poll instead. Where the kernel's packet path shares the cores with the pollers (simulated
+// hosts on one machine, busy hosts), a packet for a thread that polls without yielding can wait
+// for the scheduler's next tick: an 8-byte allreduce between two simulated hosts took 2.4-2.7
+// TCP round trips with a yield every 8 polls and 1.5-2.0 with one after every poll. Larger
+// transfers keep the 8: yielding after every poll cost them 5-10% of the link.
+constexpr std::size_t kYieldEveryPollBytes = std::size_t{64} << 10;
 // A large operation's peers are busy copying for a while, and going to sleep meanwhile costs a
 // wake-up (tens of microseconds on these VMs) at the end: the budget grows by the time the
 // peers plausibly need for the operation's bytes, at kPatienceBytesPerUs (below what one core
@@ -126,7 +133,9 @@ Status Work::waitUntil(std::chrono::steady_clock::time_point until) {
   auto spinUntil = start + spinBudget(crowded, state_->expectedBytes());
   bool spinning = false;
   unsigned idle = 0, polls = 0;
-  const unsigned yieldEvery = crowded ? 1 : kPollsPerYield;
+  const bool everyPoll =
+      state_->expectsNetwork() && state_->expectedBytes() <= kYieldEveryPollBytes;
+  const unsigned yieldEvery = crowded || everyPoll ? 1 : kPollsPerYield;
   if (engine != nullptr && !state_->done()) {
     engine->beginSpin(/*drivesWorker=*/true);
     spinning = true;

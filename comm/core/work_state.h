@@ -51,6 +51,9 @@ class WorkState {
   // sleeps: the peers are likely still copying).
   void expectBytes(std::size_t bytes) { expectedBytes_ = bytes; }
   std::size_t expectedBytes() const { return expectedBytes_; }
+  // The operation waits on messages across the network.
+  void expectNetwork() { network_ = true; }
+  bool expectsNetwork() const { return network_; }
   // Calls `callback` once done: at once when it is, else on the thread that completes it.
   void onDone(std::function<void()> callback);
   // Sleeps until done or `until`; true when done.
@@ -66,6 +69,7 @@ class WorkState {
   Status status_;
   std::size_t bytes_ = 0;
   std::size_t expectedBytes_ = 0;
+  bool network_ = false;
   std::vector<std::function<void()>> callbacks_;
 };
 

@@ -3,6 +3,9 @@
 // rule names one; a rule's `algorithm=` is checked when the file is read.
 #include <catch2/catch.hpp>
 
+#include <vector>
+
+#include "algorithms/host_groups.h"
 #include "algorithms/path.h"
 #include "tuning/plan_table.h"
 
@@ -158,4 +161,20 @@ TEST_CASE(
   auto path = algorithms::choosePath(tableOf("* * * direct\n", 2), query);
   REQUIRE(path.ok());
   CHECK(path->algorithm->name.rfind("hierarchical", 0) != 0);
+}
+
+TEST_CASE(
+    "hosts: node-aware collectives apply where some host holds several members, and messages "
+    "cross the network wherever the members are on more than one host") {
+  using algorithms::severalHosts;
+  using algorithms::spansHosts;
+  const std::vector<int> oneHost = {0, 0, 0}, twoByOne = {0, 1}, twoByTwo = {0, 0, 1, 1};
+  const std::vector<int> none;
+  CHECK_FALSE(severalHosts(oneHost));
+  CHECK_FALSE(spansHosts(oneHost));
+  CHECK(severalHosts(twoByOne));
+  CHECK_FALSE(spansHosts(twoByOne));
+  CHECK(severalHosts(twoByTwo));
+  CHECK(spansHosts(twoByTwo));
+  CHECK_FALSE(severalHosts(none));
 }
