@@ -24,10 +24,6 @@ const transport::OpSignature kControlSignature{transport::OpKind::kControl};
 // (Transport::settled) before its buffers are given back anyway.
 constexpr std::chrono::milliseconds kSettleTime{5000};
 constexpr std::chrono::milliseconds kPollSlice{1};
-// While a collective streams, the progress thread yields its core this often (Engine::run): an
-// application thread woken meanwhile waits at most about this long for a core the progress
-// thread holds, and a yield (about a microsecond here) costs about 1% of it.
-constexpr std::chrono::microseconds kStreamYieldEvery{100};
 
 }  // namespace
 
@@ -84,24 +80,11 @@ void Engine::wake() {
 
 void Engine::run() {
   std::unique_lock<std::mutex> lock(mu_);
-  // Something moved, and more may: poll again. Not where only a collective streams and a thread
-  // that waits for it polls anyway (Work::wait): that thread streams it, and this one would
-  // take turns with it on its core.
-  auto pollsOn = [this](bool moved) { return moved && !(streaming_ && spinning_ > 0); };
   while (!stopping_) {
-    if (pollsOn(pollLocked())) {
+    if (pollsOnLocked(pollLocked())) {
       // Let a thread that waits for the mutex (a caller posting its next operation) in
-      // between, and where processes outnumber cores, the process this one waits for. While a
-      // collective streams, this thread would keep its core for the scheduler's whole slice, and
-      // an application thread that wakes meanwhile (from its sleep, or its wait for a GPU) would
-      // wait for it: it yields every kStreamYieldEvery, which bounds that wait without a system
-      // call between every two polls.
-      bool yields = oversubscribed();
-      if (streaming_ && !yields) {
-        const auto now = Clock::now();
-        yields = now - lastYield_ >= kStreamYieldEvery;
-        if (yields) lastYield_ = now;
-      }
+      // between, and where due, other threads the core (yieldsLocked).
+      const bool yields = yieldsLocked();
       lock.unlock();
       if (yields) ::sched_yield();
       lock.lock();
@@ -144,7 +127,7 @@ void Engine::run() {
     // Inline collectives (inline_collective.h) are not announced by ring messages: with the
     // domains marked asleep, a post from now on wakes this thread; one from before is seen here.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (watching && pollsOn(pollLocked())) continue;
+    if (watching && pollsOnLocked(pollLocked())) continue;
     sleepingUntil_ = until;
     lock.unlock();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());

@@ -142,6 +142,17 @@ class Engine {
   // `handedOver` (the progress thread alone has an operation to watch) and no thread spins (false
   // if a message came meanwhile that nobody saw); else shortens the sleep to the grace.
   bool releaseSpinLocked(Clock::time_point now, Clock::time_point& until, bool handedOver = false);
+  // After a poll: whether the progress thread polls again at once. It does where something
+  // `moved`, and more may, but not where only a collective streams and a thread that waits for
+  // it polls anyway (Work::wait): that thread streams it, and this one would take turns with it
+  // on its core.
+  bool pollsOnLocked(bool moved) const;
+  // Before polling again: whether the progress thread yields its core first. It does where
+  // processes outnumber cores (the process it waits for may need the core), and every
+  // kStreamYieldEvery while a collective streams: it would keep its core for the scheduler's
+  // whole slice, and an application thread that wakes meanwhile (from its sleep, or its wait for
+  // a GPU) would wait for it.
+  bool yieldsLocked();
 
   std::mutex mu_;
   std::shared_ptr<ucx::UcxWorker> worker_;

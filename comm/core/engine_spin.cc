@@ -1,6 +1,7 @@
 // The engine's spin bookkeeping: which threads poll by themselves (Work::wait, an inline
 // collective's spin), so that shared-memory peers and UCX's events need not wake the progress
-// thread meanwhile, and when it takes polling back.
+// thread meanwhile, and when it takes polling back; and whether the progress thread polls on at
+// once, and yields its core first.
 #include <algorithm>
 
 #include "core/engine.h"
@@ -13,6 +14,10 @@ namespace {
 // back soon (the next operation of a tight loop), so that shared-memory peers do not wake it for
 // every message (Engine::beginSpin).
 constexpr std::chrono::microseconds kSpinGrace{200};
+// While a collective streams, the progress thread yields its core this often (yieldsLocked): an
+// application thread woken meanwhile waits at most about this long for a core the progress
+// thread holds, and a yield (about a microsecond here) costs about 1% of it.
+constexpr std::chrono::microseconds kStreamYieldEvery{100};
 
 }  // namespace
 
@@ -57,6 +62,19 @@ bool Engine::releaseSpinLocked(Clock::time_point now, Clock::time_point& until, 
     if (auto domain = weak.lock()) missed |= domain->spin(-1);
   }
   return !missed;
+}
+
+bool Engine::pollsOnLocked(bool moved) const {
+  return moved && !(streaming_ && spinning_ > 0);
+}
+
+bool Engine::yieldsLocked() {
+  if (oversubscribed()) return true;
+  if (!streaming_) return false;
+  const auto now = Clock::now();
+  if (now - lastYield_ < kStreamYieldEvery) return false;
+  lastYield_ = now;
+  return true;
 }
 
 }  // namespace ftcomm::detail
