@@ -5,9 +5,8 @@
 // microseconds per exchange over the batches.
 //
 // On the project's AMD EPYC Zen 5 VMs the figure moves between two levels in the same boot, from
-// one minute to the next (0.06-0.08 us and 0.29-0.43 us on 2026-12-03; BENCHMARKS.md), and which
-// of them a benchmark ran in decides which of ftcomm's forms won. scripts/bench-report records it
-// before each run.
+// one minute to the next (the higher several times the lower), and which of them a benchmark ran
+// in decides which of ftcomm's forms won. scripts/bench-report records it before each run.
 //
 //   ftcomm-bench-handover [--exchanges N] [--batches B]
 #include <sched.h>

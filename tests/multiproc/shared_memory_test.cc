@@ -166,9 +166,9 @@ TEST_CASE(
   // The scenario posts 60 pairs. With allocMem buffers at 3-4 ranks the allgather streams and
   // the all-to-all lends whole (at 2 ranks the broadcast streams and the allgather lends whole);
   // mixed with lend=all, the allgather and all-to-all stream and the broadcast lends
-  // whole. Before the fix (302e9f2), 2 of its 12 runs at 3-4 ranks hung on the next collective
-  // until its 30-second deadline. Each member's flight recorder must then name the collectives it
-  // lent, and those lent whole.
+  // whole. A member that marks the second's rounds read over the first's last round leaves
+  // the next collective waiting until its 30-second deadline. Each member's flight recorder must
+  // then name the collectives it lent, and those lent whole.
   const std::vector<std::pair<std::string, std::vector<std::string>>> settings = {
       {"allocmem", autoWith("inline_post_max=16M")},
       {"mixed", autoWith("inline_post_max=16M,lend=all")}};

@@ -59,7 +59,7 @@ TEST_CASE("an op check passes the ops a type has and names the ones it lacks") {
 }
 
 TEST_CASE("checkReduction names an operator or type outside the enums on both backends") {
-  // Before 2026-12-05 these looked up the traits tables past their ends.
+  // Values outside the enums must not index the traits tables.
   requireInvalid(ftcomm::checkReduction(static_cast<DataType>(200), ReduceOp::kSum),
                  "unknown dtype 200");
   requireInvalid(ftcomm::checkReduction(DataType::kFloat32, static_cast<ReduceOp>(99)),
