@@ -154,11 +154,8 @@ Result<bool> InlineCollective::checkPostedOnlyRound() {
       return false;
     }
     if (slot.seq != own.seq || !sameWords(slot.signature, own.signature)) {
-      return Status(StatusCode::kMismatch,
-                    "rank " + std::to_string(p) + " called " + describeWords(slot.signature) +
-                        " (#" + std::to_string(slot.seq) + ") where rank " + std::to_string(rank_) +
-                        " called " + describeWords(own.signature) + " (#" +
-                        std::to_string(own.seq) + ")");
+      return Status(StatusCode::kMismatch, describeCall(p, slot.signature, slot.seq) + " where " +
+                                               describeCall(rank_, own.signature, own.seq));
     }
   }
   mine.consumed[previous].store(round, std::memory_order_release);
@@ -237,10 +234,8 @@ void InlineCollective::wakePeers() {
 
 Status InlineCollective::checkPosted(int peer, const shm::InlineSlot& slot) const {
   if (slot.seq == seq_ && sameWords(slot.signature, signature_)) return Status::Ok();
-  return Status(StatusCode::kMismatch,
-                "rank " + std::to_string(peer) + " called " + describeWords(slot.signature) +
-                    " (#" + std::to_string(slot.seq) + ") where rank " + std::to_string(rank_) +
-                    " called " + describeWords(signature_) + " (#" + std::to_string(seq_) + ")");
+  return Status(StatusCode::kMismatch, describeCall(peer, slot.signature, slot.seq) + " where " +
+                                           describeCall(rank_, signature_, seq_));
 }
 
 Status InlineCollective::checkAnnounced(int peer) const {

@@ -100,14 +100,10 @@ Result<bool> InlineCollective::readQueued() {
   const int j = queueSlot(seq_);
   const shm::QueueSlot& slot = from.queue[j];
   const std::uint64_t posted = slot.seq.load(std::memory_order_acquire);
-  auto where = [&] {
-    return " where rank " + std::to_string(rank_) + " called " + describeWords(signature_) + " (#" +
-           std::to_string(seq_) + ")";
-  };
+  const auto where = [&] { return " where " + describeCall(rank_, signature_, seq_); };
   if (posted == seq_) {
     if (!sameWords(slot.signature, signature_)) {
-      return mismatch("rank " + std::to_string(root) + " called " + describeWords(slot.signature) +
-                      " (#" + std::to_string(seq_) + ")" + where());
+      return mismatch(describeCall(root, slot.signature, seq_) + where());
     }
     if (plan_.block > 0) std::memcpy(args_.recv, slot.head, plan_.block);
     mine.queueRead[j].store(seq_, std::memory_order_release);
@@ -142,8 +138,7 @@ Result<bool> InlineCollective::readQueued() {
       return false;
     }
     if (otherSeq == seq_) {
-      return mismatch("rank " + std::to_string(root) + " called " + describeWords(words) + " (#" +
-                      std::to_string(seq_) + ")" + where());
+      return mismatch(describeCall(root, words, seq_) + where());
     }
     return mismatch("rank " + std::to_string(root) + " went on to #" + std::to_string(otherSeq) +
                     " without posting a broadcast for #" + std::to_string(seq_) + where());
@@ -154,13 +149,9 @@ Result<bool> InlineCollective::readQueued() {
 Status InlineCollective::checkQueued(int peer) const {
   const shm::InlineArea& area = *group_.areas[static_cast<std::size_t>(peer)];
   const shm::QueueSlot& slot = area.queue[queueSlot(seq_)];
-  auto where = [&] {
-    return " where rank " + std::to_string(rank_) + " called " + describeWords(signature_) + " (#" +
-           std::to_string(seq_) + ")";
-  };
+  const auto where = [&] { return " where " + describeCall(rank_, signature_, seq_); };
   if (slot.seq.load(std::memory_order_acquire) == seq_) {
-    return mismatch("rank " + std::to_string(peer) + " called " + describeWords(slot.signature) +
-                    " (#" + std::to_string(seq_) + ") as its root" + where());
+    return mismatch(describeCall(peer, slot.signature, seq_) + " as its root" + where());
   }
   if (area.queueWaiting.load(std::memory_order_acquire) == seq_) {
     return mismatch("rank " + std::to_string(peer) + " waits for a broadcast (#" +
@@ -173,8 +164,7 @@ Status InlineCollective::checkQueuedHere(int peer, const shm::InlineSlot& slot) 
   const std::uint64_t seq = slot.seq;
   const shm::QueueSlot& mine = group_.areas[static_cast<std::size_t>(rank_)]->queue[queueSlot(seq)];
   if (seq == 0 || mine.seq.load(std::memory_order_relaxed) != seq) return Status::Ok();
-  return mismatch("rank " + std::to_string(peer) + " called " + describeWords(slot.signature) +
-                  " (#" + std::to_string(seq) + ") where rank " + std::to_string(rank_) +
+  return mismatch(describeCall(peer, slot.signature, seq) + " where rank " + std::to_string(rank_) +
                   " broadcast " + describeWords(mine.signature) + " (#" + std::to_string(seq) +
                   ") as its root");
 }

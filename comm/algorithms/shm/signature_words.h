@@ -21,6 +21,12 @@ inline std::string describeWords(const std::uint64_t (&words)[3]) {
   return transport::describe(signature);
 }
 
+// "rank R called SIGNATURE (#SEQ)": one side of a mismatch's message.
+inline std::string describeCall(int rank, const std::uint64_t (&words)[3], std::uint64_t seq) {
+  return "rank " + std::to_string(rank) + " called " + describeWords(words) + " (#" +
+         std::to_string(seq) + ")";
+}
+
 inline bool sameWords(const std::uint64_t (&a)[3], const std::uint64_t (&b)[3]) {
   return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
 }
