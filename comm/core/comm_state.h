@@ -90,10 +90,20 @@ class CommState {
   struct Control {
     std::array<char, 1024> buffer{};
     transport::RequestPtr request;
+    // The peer's leaving notice came (notice.h): its connections closing later is no failure.
+    bool left = false;
   };
   std::vector<Control> controls;  // by peer rank
-  std::string notice;             // the failure notice sent to the others, while it is sent
+  // A member left after its collective `lastCompletable` (the earliest of several leavers'):
+  // no later collective can complete. `leaver` is its rank (-1 while none left).
+  std::uint64_t lastCompletable = ~std::uint64_t{0};
+  int leaver = -1;
+  std::string notice;  // the failure notice sent to the others, while it is sent
 
+  // Whether `peer`'s leaving notice came.
+  bool left(int peer) const {
+    return !controls.empty() && controls[static_cast<std::size_t>(peer)].left;
+  }
   // "allReduce #7 of world (epoch 1)"
   std::string describe(const char* op, std::uint64_t seq) const;
   // Tells the flight recorder about this communicator.
@@ -110,5 +120,7 @@ inline std::uint32_t pointToPointSlot(int tag) {
   return (1u << 27) | static_cast<std::uint32_t>(tag);
 }
 constexpr std::uint32_t kControlSlot = transport::MessageTag::kMaxSlot;
+// The control messages' signature: failure and leaving notices (notice.h).
+inline const transport::OpSignature kControlSignature{transport::OpKind::kControl};
 
 }  // namespace ftcomm::detail

@@ -219,7 +219,7 @@ Result<std::unique_ptr<Communicator>> PendingCommunicator::wait(std::chrono::mil
 
 Communicator::~Communicator() {
   std::lock_guard<std::mutex> lock(state_->engine->mutex());
-  state_->engine->closeLocked(*state_);
+  state_->engine->closeLocked(*state_, true);
 }
 
 Result<std::string> Communicator::dumpFlightRecorder(const std::string& reason) {

@@ -18,8 +18,6 @@ namespace ftcomm::detail {
 
 namespace {
 
-const transport::OpSignature kControlSignature{transport::OpKind::kControl};
-
 // How long a failed operation waits for receives that were already landing when it failed
 // (Transport::settled) before its buffers are given back anyway.
 constexpr std::chrono::milliseconds kSettleTime{5000};
@@ -277,8 +275,11 @@ bool Engine::pollControlsLocked(CommState& comm) {
     auto& control = comm.controls[static_cast<std::size_t>(peer)];
     if (!control.request || !control.request->done()) continue;
     const Status& s = control.request->status();
-    if (s.ok()) {
-      std::uint64_t seq = 0;
+    std::uint64_t seq = 0;
+    if (s.ok() && decodeLeaving(control.buffer.data(), control.request->bytes(), &seq)) {
+      control.request.reset();
+      peerLeftLocked(comm, peer, seq);
+    } else if (s.ok()) {
       Status why = decodeNotice(control.buffer.data(), control.request->bytes(), peer, &seq);
       breakLocked(comm, why, seq, false);
     } else if (s.code() != StatusCode::kCancelled) {
@@ -358,8 +359,11 @@ bool Engine::settleLocked(Operation& op, Clock::time_point now) {
   return true;
 }
 
-void Engine::closeLocked(CommState& comm) {
+void Engine::closeLocked(CommState& comm, bool leaving) {
   const Status closed = cancelled("communicator " + comm.name + " was destroyed");
+  if (leaving && comm.transport && comm.broken.ok() && !comm.controls.empty()) {
+    sendLeavingLocked(comm);
+  }
   if (comm.transport) {
     // Buffers go back to their owners only once nothing can land in them any more.
     comm.transport->cancelAll(closed);

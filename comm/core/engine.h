@@ -69,8 +69,13 @@ class Engine {
   // (control messages) and the rendezvous too; otherwise it came from them.
   void breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool detectedHere);
   // Ends a communicator: its pending operations fail with Cancelled and are dropped, and its
-  // transport is closed.
-  void closeLocked(CommState& comm);
+  // transport is closed. `leaving` (its owner destroys it): where it is usable, the other
+  // members are told first that this one leaves after its last collective that completed here,
+  // so that this process's exit is no failure to them (notice.h).
+  void closeLocked(CommState& comm, bool leaving = false);
+  // Why a collective (`what`, as CommState::describe says it) cannot complete: a member left
+  // after an earlier one (CommState's lastCompletable).
+  static Status leftBeforeLocked(const CommState& comm, const std::string& what);
   // Breaks every communicator of `epoch` of the job that `client` belongs to (world and split
   // children), as told from elsewhere: nobody else is told.
   void revokeEpochLocked(const rendezvous::RendezvousClient* client, std::uint64_t epoch,
@@ -129,6 +134,11 @@ class Engine {
   void run();
   bool pollLocked(Clock::time_point now = Clock::now());
   bool pollControlsLocked(CommState& comm);
+  // Sends the leaving notice to every member still there, and waits a moment for it to go out.
+  void sendLeavingLocked(CommState& comm);
+  // `peer`'s leaving notice came: it took part in collectives up to `lastSeq`, and a pending
+  // later one breaks the communicator.
+  void peerLeftLocked(CommState& comm, int peer, std::uint64_t lastSeq);
   void sweepLocked();
   // Fails `op` alone (a point-to-point operation): its Work completes with `why` once its
   // receive settled (Transport::settled), or at the settle deadline.

@@ -1,6 +1,6 @@
 // The engine's side of membership: telling the rendezvous of failures found here, and acting
 // on what it says (a member failed, the epoch was revoked, this process was expelled), for every
-// communicator of the job's epoch at once.
+// communicator of the job's epoch at once; and members that leave a communicator (notice.h).
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -13,6 +13,67 @@
 
 namespace ftcomm::detail {
 
+namespace {
+
+// How long a member that leaves waits for its leaving notice to go out: to a peer whose process
+// is gone it never does.
+constexpr std::chrono::milliseconds kLeaveTime{1000};
+constexpr std::chrono::milliseconds kLeavePollSlice{1};
+
+}  // namespace
+
+void Engine::sendLeavingLocked(CommState& comm) {
+  // The last collective this member took part in: the one before its first still pending (which
+  // is cancelled as the communicator closes), else the last it called.
+  std::uint64_t last = comm.collectiveSeq;
+  for (const auto& op : ops_) {
+    if (op->comm.get() == &comm && op->collective && !op->work->done())
+      last = std::min(last, op->seq - 1);
+  }
+  comm.notice = encodeLeaving(last);
+  std::vector<transport::RequestPtr> sends;
+  for (int peer = 0; peer < comm.size; ++peer) {
+    if (peer == comm.rank || comm.left(peer) || !comm.transport->peerStatus(peer).ok()) continue;
+    sends.push_back(comm.transport->send(peer, {comm.channel, kControlSlot, kControlSignature},
+                                         comm.notice.data(), comm.notice.size()));
+  }
+  const auto going = [&] {
+    return std::any_of(sends.begin(), sends.end(), [](const auto& r) { return !r->done(); });
+  };
+  const auto until = Clock::now() + kLeaveTime;
+  while (going() && Clock::now() < until) {
+    bool moved = worker_->progress();
+    if (comm.shm) moved |= comm.shm->progress();
+    if (!moved) worker_->waitForEvents(std::min(until, Clock::now() + kLeavePollSlice));
+  }
+}
+
+void Engine::peerLeftLocked(CommState& comm, int peer, std::uint64_t lastSeq) {
+  comm.controls[static_cast<std::size_t>(peer)].left = true;
+  if (lastSeq < comm.lastCompletable) {
+    comm.lastCompletable = lastSeq;
+    comm.leaver = peer;
+  }
+  // A pending collective that the leaver never took part in cannot complete: the earliest such
+  // fails with why, the others with it (breakLocked). The earlier ones go on.
+  const Operation* first = nullptr;
+  for (const auto& op : ops_) {
+    if (op->comm.get() != &comm || !op->collective || op->work->done() || op->failing ||
+        op->seq <= lastSeq)
+      continue;
+    if (first == nullptr || op->seq < first->seq) first = op.get();
+  }
+  if (first != nullptr) breakLocked(comm, leftBeforeLocked(comm, first->what()), first->seq, false);
+}
+
+Status Engine::leftBeforeLocked(const CommState& comm, const std::string& what) {
+  return Status(StatusCode::kPeerFailed,
+                what + " cannot complete: rank " + std::to_string(comm.leaver) +
+                    " left the communicator after collective #" +
+                    std::to_string(comm.lastCompletable) +
+                    " (it destroyed its communicator, or its process ended)");
+}
+
 void Engine::tellRendezvousLocked(const CommState& comm, const Status& why, std::uint64_t seq) {
   if (!comm.rendezvous) return;
   // A peer the transport found dead is reported (the first report wins); any other failure of
@@ -20,7 +81,8 @@ void Engine::tellRendezvousLocked(const CommState& comm, const Status& why, std:
   // (a mismatch, a deadline) stay within the child: its members were told above.
   std::vector<std::pair<int, std::string>> suspects;
   for (int peer = 0; peer < comm.size; ++peer) {
-    if (peer == comm.rank) continue;
+    // A member that left (its leaving notice came) closed its connections: that is no failure.
+    if (peer == comm.rank || comm.left(peer)) continue;
     Status s = comm.transport->peerStatus(peer);
     if (!s.ok())
       suspects.emplace_back(comm.worldRanks[static_cast<std::size_t>(peer)], s.message());

@@ -113,6 +113,10 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
   const std::uint64_t seq = ++comm->collectiveSeq;
   record.seq = seq;
   auto progress = recorder::FlightRecorder::process().record(record);
+  if (seq > comm->lastCompletable) {
+    comm->engine->breakLocked(
+        *comm, Engine::leftBeforeLocked(*comm, comm->describe(call.name, seq)), seq, false);
+  }
   if (!comm->broken.ok()) return refusedAsBroken(comm, call.name, seq, std::move(progress), lock);
   transport::OpSignature signature;
   signature.kind = call.kind;

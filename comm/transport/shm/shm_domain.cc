@@ -182,7 +182,7 @@ Status ShmDomain::connect(const std::vector<std::optional<ShmOffer>>& offers, bo
   return Status::Ok();
 }
 
-void ShmDomain::failPeer(int m, const Status& why) {
+void ShmDomain::failPeer(int m, const Status& why, bool keepArrived) {
   if (m < 0 || m >= size()) return;
   Peer& peer = peers_[static_cast<std::size_t>(m)];
   if (!peer.failure.ok()) return;
@@ -194,7 +194,10 @@ void ShmDomain::failPeer(int m, const Status& why) {
   peer.posted.clear();
   peer.outbox.clear();
   peer.awaitingFin.clear();
-  peer.unexpected.clear();
+  // An announced (kRts) message is read from the sender's memory, gone with it.
+  std::erase_if(peer.unexpected, [&](const Unexpected& u) {
+    return !keepArrived || u.record.kind != RecordKind::kEager;
+  });
   for (Op* op : doomed) {
     if (op->request) {
       complete(op, peer.failure, 0);
@@ -222,9 +225,15 @@ void ShmDomain::polled(const pollfd& fd) {
   for (int m = 0; m < size(); ++m) {
     const Peer& peer = peers_[static_cast<std::size_t>(m)];
     if (peer.pidfd != fd.fd || !peer.failure.ok()) continue;
-    failPeer(m, Status(StatusCode::kPeerFailed, "rank " + std::to_string(m) +
-                                                    " failed: its process (pid " +
-                                                    std::to_string(peer.pid) + ") exited"));
+    // What it wrote before it exited is read first: its last messages (a leaving notice among
+    // them) reach their receives, or wait for them.
+    drainInbox(m);
+    if (!peer.failure.ok()) continue;
+    failPeer(
+        m,
+        Status(StatusCode::kPeerFailed, "rank " + std::to_string(m) + " failed: its process (pid " +
+                                            std::to_string(peer.pid) + ") exited"),
+        true);
   }
 }
 

@@ -14,6 +14,9 @@
 // Failure: each local member is watched through a pidfd; its exit (or failPeer) completes every
 // request that involves it with PeerFailed at once. A withdrawn send whose kRts the peer may
 // still be reading keeps its buffer (TransportRequest::released) until the peer answers or dies.
+// What an exited member wrote before it exited still counts: its ring is read to the end first,
+// and its eager messages that came before their receive still match one (a member that finished
+// and left may be ahead of the others).
 //
 // Sleeping: the engine sleeps in poll() on its wake eventfd. Before it does, arm() marks this
 // process's segment as sleeping; a writer that finds the mark clears it and writes to the
@@ -141,7 +144,9 @@ class ShmDomain {
   // Unfenced (RingWriter::ownerSleeping), a member that goes to sleep at that moment may be
   // missed: only for posts whose readers sleep briefly.
   void wakeMember(int member, bool fenced = true);
-  void failPeer(int peer, const Status& why);
+  // `keepArrived`: the peer's eager messages that came before their receive stay matchable
+  // (the peer exited; what it sent before is complete).
+  void failPeer(int peer, const Status& why, bool keepArrived = false);
 
   // Moves every ring once; true when anything happened.
   bool progress();

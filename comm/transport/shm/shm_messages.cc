@@ -99,8 +99,16 @@ RequestPtr ShmDomain::send(const void* owner, int peer, std::uint16_t channel,
 
 RequestPtr ShmDomain::recv(const void* owner, int peer, std::uint16_t channel, MessageTag tag,
                            void* data, std::size_t capacity) {
-  if (Status s = checkPeer(peer, tag); !s.ok()) return refused(std::move(s));
+  Status s = checkPeer(peer, tag);
+  if (!s.ok() && (peer < 0 || peer >= size() || !local(peer) || tag.slot > MessageTag::kMaxSlot))
+    return refused(std::move(s));
   Peer& from = peers_[static_cast<std::size_t>(peer)];
+  // A failed peer's messages that came before their receive (failPeer keeps an exited one's)
+  // still match; anything else from it never comes.
+  auto early =
+      std::find_if(from.unexpected.begin(), from.unexpected.end(),
+                   [&](const Unexpected& u) { return matches(u.record, channel, tag.slot); });
+  if (!s.ok() && early == from.unexpected.end()) return refused(std::move(s));
   Op* op = newOp(owner, peer, true);
   RequestPtr request = op->request;
   op->record.channel = channel;
@@ -108,9 +116,6 @@ RequestPtr ShmDomain::recv(const void* owner, int peer, std::uint16_t channel, M
   op->record.signature = tag.signature;
   op->data = data;
   op->capacity = capacity;
-  auto early =
-      std::find_if(from.unexpected.begin(), from.unexpected.end(),
-                   [&](const Unexpected& u) { return matches(u.record, channel, tag.slot); });
   if (early != from.unexpected.end()) {
     Unexpected message = std::move(*early);
     from.unexpected.erase(early);
