@@ -59,8 +59,7 @@ Work handOff(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
   op->name = call.name;
   op->seq = seq;
   op->watchesSharedMemory = true;
-  op->task = std::make_unique<InlineTask>(*comm->transport, std::move(run),
-                                          !comm->engine->oversubscribed());
+  op->task = std::make_unique<InlineTask>(std::move(run), !comm->engine->oversubscribed());
   comm->engine->startLocked(std::move(op));
   return Work(std::move(work));
 }

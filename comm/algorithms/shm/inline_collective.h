@@ -290,13 +290,15 @@ class InlineTask final : public algorithms::CollectiveTask {
   // `eager`: a core for every process, where polling costs nobody else's turn; the task counts as
   // streaming from its hand-over and looks for the peers' posts for up to kStreamLook per
   // advance. Otherwise it streams once a chunk moved, and looks once per advance.
-  InlineTask(transport::Transport& transport, InlineCollective run, bool eager)
-      : transport_(transport),
-        run_(std::move(run)),
+  InlineTask(InlineCollective run, bool eager)
+      : run_(std::move(run)),
         moved_(std::chrono::steady_clock::now()),
         eager_(eager),
         streaming_(eager) {}
-  // A peer that died fails it (nothing else involves the peer: no request waits on it).
+  // It does not look at the peers' health itself: a peer that died fails the control receive
+  // that the engine keeps from it, which breaks the communicator, and so this task, before the
+  // engine advances it again. A peer that left after taking part (its leaving notice came)
+  // is no failure: what it wrote stays in shared memory.
   Result<bool> advance() override;
   bool hasMoreWork() const override { return run_.stoppedAtLimit() || streaming_; }
   // A queued broadcast's posts and reads wake their peers without a fence, which may miss a
@@ -310,7 +312,6 @@ class InlineTask final : public algorithms::CollectiveTask {
   static constexpr auto kStreamLook = std::chrono::microseconds(20);
 
  private:
-  transport::Transport& transport_;
   InlineCollective run_;
   // When a chunk was last done, or the task was made (the peers' first posts are due as soon).
   std::chrono::steady_clock::time_point moved_;

@@ -1,18 +1,10 @@
 // InlineTask (inline_collective.h): an inline collective on the engine's progress thread, a
 // few chunks per advance.
-#include <string>
-
 #include "algorithms/shm/inline_collective.h"
 
 namespace ftcomm::detail {
 
 Result<bool> InlineTask::advance() {
-  for (int p = 0; p < transport_.size(); ++p) {
-    if (p == transport_.rank()) continue;
-    if (Status s = transport_.peerStatus(p); !s.ok()) {
-      return Status(s.code(), "rank " + std::to_string(p) + ": " + s.message());
-    }
-  }
   // A few chunks at a time (4 of 64 KiB, or one larger one): the engine's mutex is
   // held meanwhile, and a long collective must not keep the calling threads of other operations
   // out for its whole duration.
