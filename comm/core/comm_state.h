@@ -98,7 +98,8 @@ class CommState {
   // no later collective can complete. `leaver` is its rank (-1 while none left).
   std::uint64_t lastCompletable = ~std::uint64_t{0};
   int leaver = -1;
-  std::string notice;  // the failure notice sent to the others, while it is sent
+  bool saidLeaving = false;  // this member sent its leaving notice
+  std::string notice;        // the failure notice sent to the others, while it is sent
 
   // Whether `peer`'s leaving notice came.
   bool left(int peer) const {

@@ -96,7 +96,7 @@ Result<std::shared_ptr<rendezvous::RendezvousClient>> connectRendezvous(
                                                          delete c;
                                                        });
   *self = shared.get();
-  detail::leaveAtNormalExit(shared);
+  detail::leaveAtNormalExit(shared, engine);
   return shared;
 }
 

@@ -361,7 +361,8 @@ bool Engine::settleLocked(Operation& op, Clock::time_point now) {
 
 void Engine::closeLocked(CommState& comm, bool leaving) {
   const Status closed = cancelled("communicator " + comm.name + " was destroyed");
-  if (leaving && comm.transport && comm.broken.ok() && !comm.controls.empty()) {
+  if (leaving && comm.transport && comm.broken.ok() && !comm.controls.empty() &&
+      !comm.saidLeaving) {
     sendLeavingLocked(comm);
   }
   if (comm.transport) {

@@ -73,6 +73,10 @@ class Engine {
   // members are told first that this one leaves after its last collective that completed here,
   // so that this process's exit is no failure to them (notice.h).
   void closeLocked(CommState& comm, bool leaving = false);
+  // The process exits normally (leave_at_exit.h): every communicator still usable tells its
+  // other members that this one leaves, as its destruction would. Gives up where the mutex
+  // stays taken.
+  void leaveAtExit();
   // Why a collective (`what`, as CommState::describe says it) cannot complete: a member left
   // after an earlier one (CommState's lastCompletable).
   static Status leftBeforeLocked(const CommState& comm, const std::string& what);

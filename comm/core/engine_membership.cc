@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "core/comm_state.h"
 #include "core/engine.h"
@@ -31,6 +32,7 @@ void Engine::sendLeavingLocked(CommState& comm) {
       last = std::min(last, op->seq - 1);
   }
   comm.notice = encodeLeaving(last);
+  comm.saidLeaving = true;
   std::vector<transport::RequestPtr> sends;
   for (int peer = 0; peer < comm.size; ++peer) {
     if (peer == comm.rank || comm.left(peer) || !comm.transport->peerStatus(peer).ok()) continue;
@@ -46,6 +48,27 @@ void Engine::sendLeavingLocked(CommState& comm) {
     if (comm.shm) moved |= comm.shm->progress();
     if (!moved) worker_->waitForEvents(std::min(until, Clock::now() + kLeavePollSlice));
   }
+}
+
+void Engine::leaveAtExit() {
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  const auto until = Clock::now() + kLeaveTime;
+  while (!lock.try_lock()) {
+    if (Clock::now() >= until) return;
+    std::this_thread::sleep_for(kLeavePollSlice);
+  }
+  // Held until the mutex is released: a communicator whose last owner lets go meanwhile closes
+  // itself under the mutex.
+  std::vector<std::shared_ptr<CommState>> live;
+  for (const auto& weak : comms_) {
+    auto comm = weak.lock();
+    if (!comm || !comm->transport || !comm->broken.ok() || comm->controls.empty() ||
+        comm->saidLeaving)
+      continue;
+    sendLeavingLocked(*comm);
+    live.push_back(std::move(comm));
+  }
+  lock.unlock();
 }
 
 void Engine::peerLeftLocked(CommState& comm, int peer, std::uint64_t lastSeq) {

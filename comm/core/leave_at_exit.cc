@@ -1,5 +1,6 @@
 #include "core/leave_at_exit.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -13,6 +14,7 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::vector<std::weak_ptr<rendezvous::RendezvousClient>> clients;
+  std::vector<std::weak_ptr<Engine>> engines;
 };
 
 // Never destroyed: the exit handler may run after static destructors began.
@@ -25,12 +27,18 @@ Registry& registry() {
 void atExit(int status, void* /*unused*/) {
   if (status != 0) return;
   std::vector<std::shared_ptr<rendezvous::RendezvousClient>> live;
+  std::vector<std::shared_ptr<Engine>> engines;
   {
     std::lock_guard lock(registry().mu);
     for (const auto& weak : registry().clients) {
       if (auto client = weak.lock()) live.push_back(std::move(client));
     }
+    for (const auto& weak : registry().engines) {
+      if (auto engine = weak.lock()) engines.push_back(std::move(engine));
+    }
   }
+  // The members first, over the communicators' own connections; then the rendezvous.
+  for (const auto& engine : engines) engine->leaveAtExit();
   for (const auto& client : live) (void)client->leave();
   // Where dumps are kept, a process that wrote none leaves one that says it finished, so that
   // ftcomm-fr does not take its missing dump for a crash.
@@ -43,13 +51,19 @@ void atExit(int status, void* /*unused*/) {
 
 }  // namespace
 
-void leaveAtNormalExit(const std::shared_ptr<rendezvous::RendezvousClient>& client) {
+void leaveAtNormalExit(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                       const std::shared_ptr<Engine>& engine) {
   static std::once_flag registered;
   std::call_once(registered, [] { ::on_exit(&atExit, nullptr); });
   std::lock_guard lock(registry().mu);
   auto& clients = registry().clients;
   std::erase_if(clients, [](const auto& weak) { return weak.expired(); });
   clients.push_back(client);
+  auto& engines = registry().engines;
+  std::erase_if(engines, [](const auto& weak) { return weak.expired(); });
+  const bool known = std::any_of(engines.begin(), engines.end(),
+                                 [&](const auto& weak) { return weak.lock() == engine; });
+  if (!known) engines.push_back(engine);
 }
 
 }  // namespace ftcomm::detail
