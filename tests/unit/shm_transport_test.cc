@@ -204,6 +204,39 @@ TEST_CASE("a failed shared-memory peer fails what waits for it, and everything a
   CHECK(later->status().code() == StatusCode::kPeerFailed);
 }
 
+TEST_CASE(
+    "an exited shared-memory peer's eager messages that arrived before their receives still "
+    "match them; its announced ones and anything later fail") {
+  DomainPair pair;
+  std::vector<int> early(10), gotEarly(10, 0), large(300000, 5), gotLarge(300000);
+  std::iota(early.begin(), early.end(), 99);
+  REQUIRE(pair.domains[0]->send(nullptr, 1, 3, 3, {3, 9, kP2p}, early.data(), 40)->done());
+  (void)pair.domains[0]->send(nullptr, 1, 3, 3, {3, 5, kP2p}, large.data(), 1200000);
+  pair.domains[1]->progress();  // both are read off the ring and kept aside
+  const bool exited = GENERATE(true, false);
+  INFO((exited ? "the peer exited" : "the peer was reported failed"));
+  pair.domains[1]->failPeer(0, Status(StatusCode::kPeerFailed, "rank 0 failed: test"), exited);
+  auto recvEarly = pair.domains[1]->recv(nullptr, 0, 3, {3, 9, kP2p}, gotEarly.data(), 40);
+  REQUIRE(recvEarly->done());
+  if (exited) {
+    CHECK(recvEarly->status().ok());
+    CHECK(gotEarly == early);
+  } else {
+    CHECK(recvEarly->status().code() == StatusCode::kPeerFailed);
+  }
+  // A large message is read from the sender's memory, which went with it.
+  auto recvLarge = pair.domains[1]->recv(nullptr, 0, 3, {3, 5, kP2p}, gotLarge.data(), 1200000);
+  REQUIRE(recvLarge->done());
+  CHECK(recvLarge->status().code() == StatusCode::kPeerFailed);
+  auto never = pair.domains[1]->recv(nullptr, 0, 3, {3, 11, kP2p}, gotEarly.data(), 40);
+  REQUIRE(never->done());
+  CHECK(never->status().code() == StatusCode::kPeerFailed);
+  // Bad arguments stay bad arguments.
+  auto outside = pair.domains[1]->recv(nullptr, 5, 3, {3, 9, kP2p}, gotEarly.data(), 40);
+  REQUIRE(outside->done());
+  CHECK(outside->status().code() == StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("a sleeping domain is woken through its eventfd by the first message, not polled") {
   DomainPair pair;
   CHECK(pair.domains[1]->arm() == -1);
