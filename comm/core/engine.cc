@@ -168,18 +168,6 @@ void Engine::startLocked(std::unique_ptr<Operation> op) {
   pollLocked(started.deadline - started.timeout);
 }
 
-void Engine::attachLocked(const std::shared_ptr<CommState>& comm) {
-  comms_.push_back(comm);
-  if (comm->size <= 1) return;
-  comm->controls.resize(static_cast<std::size_t>(comm->size));
-  for (int peer = 0; peer < comm->size; ++peer) {
-    if (peer == comm->rank) continue;
-    auto& control = comm->controls[static_cast<std::size_t>(peer)];
-    control.request = comm->transport->recv(peer, {comm->channel, kControlSlot, kControlSignature},
-                                            control.buffer.data(), control.buffer.size());
-  }
-}
-
 void Engine::addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain) {
   domains_.push_back(domain);
   if (spinHeld_) domain->spin(+1);
@@ -268,26 +256,6 @@ bool Engine::pollLocked(Clock::time_point now) {
   sweepLocked();
   streaming_ = streaming;
   return moved;
-}
-
-bool Engine::pollControlsLocked(CommState& comm) {
-  for (int peer = 0; peer < static_cast<int>(comm.controls.size()); ++peer) {
-    auto& control = comm.controls[static_cast<std::size_t>(peer)];
-    if (!control.request || !control.request->done()) continue;
-    const Status& s = control.request->status();
-    std::uint64_t seq = 0;
-    if (s.ok() && decodeLeaving(control.buffer.data(), control.request->bytes(), &seq)) {
-      control.request.reset();
-      peerLeftLocked(comm, peer, seq);
-    } else if (s.ok()) {
-      Status why = decodeNotice(control.buffer.data(), control.request->bytes(), peer, &seq);
-      breakLocked(comm, why, seq, false);
-    } else if (s.code() != StatusCode::kCancelled) {
-      breakLocked(comm, s, 0, true);
-    }
-    return true;
-  }
-  return false;
 }
 
 void Engine::breakLocked(CommState& comm, const Status& why, std::uint64_t seq, bool detectedHere) {

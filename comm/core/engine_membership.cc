@@ -1,6 +1,7 @@
 // The engine's side of membership: telling the rendezvous of failures found here, and acting
 // on what it says (a member failed, the epoch was revoked, this process was expelled), for every
-// communicator of the job's epoch at once; and members that leave a communicator (notice.h).
+// communicator of the job's epoch at once; and the control messages between members: the
+// failure notices and the leaving notices of members that leave a communicator (notice.h).
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -22,6 +23,38 @@ constexpr std::chrono::milliseconds kLeaveTime{1000};
 constexpr std::chrono::milliseconds kLeavePollSlice{1};
 
 }  // namespace
+
+void Engine::attachLocked(const std::shared_ptr<CommState>& comm) {
+  comms_.push_back(comm);
+  if (comm->size <= 1) return;
+  comm->controls.resize(static_cast<std::size_t>(comm->size));
+  for (int peer = 0; peer < comm->size; ++peer) {
+    if (peer == comm->rank) continue;
+    auto& control = comm->controls[static_cast<std::size_t>(peer)];
+    control.request = comm->transport->recv(peer, {comm->channel, kControlSlot, kControlSignature},
+                                            control.buffer.data(), control.buffer.size());
+  }
+}
+
+bool Engine::pollControlsLocked(CommState& comm) {
+  for (int peer = 0; peer < static_cast<int>(comm.controls.size()); ++peer) {
+    auto& control = comm.controls[static_cast<std::size_t>(peer)];
+    if (!control.request || !control.request->done()) continue;
+    const Status& s = control.request->status();
+    std::uint64_t seq = 0;
+    if (s.ok() && decodeLeaving(control.buffer.data(), control.request->bytes(), &seq)) {
+      control.request.reset();
+      peerLeftLocked(comm, peer, seq);
+    } else if (s.ok()) {
+      Status why = decodeNotice(control.buffer.data(), control.request->bytes(), peer, &seq);
+      breakLocked(comm, why, seq, false);
+    } else if (s.code() != StatusCode::kCancelled) {
+      breakLocked(comm, s, 0, true);
+    }
+    return true;
+  }
+  return false;
+}
 
 void Engine::sendLeavingLocked(CommState& comm) {
   // The last collective this member took part in: the one before its first still pending (which
