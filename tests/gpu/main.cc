@@ -1,10 +1,11 @@
 // The GPU tests' entry point: without a CUDA device they skip as a whole, saying so, with the
-// exit code ctest reads as skipped (SKIP_RETURN_CODE 77).
-#define CATCH_CONFIG_RUNNER
+// exit code ctest reads as skipped (SKIP_RETURN_CODE 77). Catch2's implementation is
+// unit/catch_impl.cc.
 #include <cuda_runtime.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
+
+#include "../unit/catch_impl.h"
 
 int main(int argc, char** argv) {
   int devices = 0;
@@ -15,5 +16,5 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::printf("%d CUDA device(s)\n", devices);
-  return Catch::Session().run(argc, argv);
+  return runCatch(argc, argv);
 }
