@@ -206,7 +206,7 @@ TEST_CASE("a failed shared-memory peer fails what waits for it, and everything a
 
 TEST_CASE(
     "an exited shared-memory peer's eager messages that arrived before their receives still "
-    "match them; its announced ones and anything later fail") {
+    "match them, and its announced ones and anything later fail") {
   DomainPair pair;
   std::vector<int> early(10), gotEarly(10, 0), large(300000, 5), gotLarge(300000);
   std::iota(early.begin(), early.end(), 99);
