@@ -329,10 +329,7 @@ bool Engine::settleLocked(Operation& op, Clock::time_point now) {
 
 void Engine::closeLocked(CommState& comm, bool leaving) {
   const Status closed = cancelled("communicator " + comm.name + " was destroyed");
-  if (leaving && comm.transport && comm.broken.ok() && !comm.controls.empty() &&
-      !comm.saidLeaving) {
-    sendLeavingLocked(comm);
-  }
+  if (leaving) sendLeavingLocked(comm);
   if (comm.transport) {
     // Buffers go back to their owners only once nothing can land in them any more.
     comm.transport->cancelAll(closed);

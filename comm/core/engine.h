@@ -138,7 +138,8 @@ class Engine {
   void run();
   bool pollLocked(Clock::time_point now = Clock::now());
   bool pollControlsLocked(CommState& comm);
-  // Sends the leaving notice to every member still there, and waits a moment for it to go out.
+  // Sends the leaving notice to every member still there, once and only while the communicator
+  // is usable, and waits a moment for it to go out.
   void sendLeavingLocked(CommState& comm);
   // `peer`'s leaving notice came: it took part in collectives up to `lastSeq`, and a pending
   // later one breaks the communicator.

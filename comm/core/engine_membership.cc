@@ -57,6 +57,8 @@ bool Engine::pollControlsLocked(CommState& comm) {
 }
 
 void Engine::sendLeavingLocked(CommState& comm) {
+  // Once, and only while usable: a broken communicator's members were told why already.
+  if (!comm.transport || !comm.broken.ok() || comm.controls.empty() || comm.saidLeaving) return;
   // The last collective this member took part in: the one before its first still pending (which
   // is cancelled as the communicator closes), else the last it called.
   std::uint64_t last = comm.collectiveSeq;
@@ -95,9 +97,7 @@ void Engine::leaveAtExit() {
   std::vector<std::shared_ptr<CommState>> live;
   for (const auto& weak : comms_) {
     auto comm = weak.lock();
-    if (!comm || !comm->transport || !comm->broken.ok() || comm->controls.empty() ||
-        comm->saidLeaving)
-      continue;
+    if (!comm) continue;
     sendLeavingLocked(*comm);
     live.push_back(std::move(comm));
   }
