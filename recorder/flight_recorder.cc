@@ -51,9 +51,47 @@ void onSignalDumpRequest(int) {
   ::sem_post(&signalDumpRequests);
 }
 
+std::atomic<std::uint64_t> recorderInstances{0};
+
+// The calling thread's lane of one recorder. Only the fast path's check (the recorder it belongs
+// to) and the lane itself are read per entry; the weak reference hands the lane back when the
+// thread ends, if its recorder still exists.
+struct LaneHandle {
+  std::uint64_t recorder = 0;
+  ThreadLane* lane = nullptr;
+  std::weak_ptr<ThreadLane> held;
+
+  ~LaneHandle() { release(); }
+  void release() {
+    if (auto mine = held.lock()) mine->owned.store(false, std::memory_order_release);
+    held.reset();
+    lane = nullptr;
+    recorder = 0;
+  }
+};
+
+thread_local LaneHandle threadLane;
+
+void describe(pb::Entry& entry, std::uint64_t recordId, const OpDescriptor& op) {
+  entry.set_record_id(recordId);
+  entry.set_comm_id(op.commId);
+  entry.set_epoch(op.epoch);
+  entry.set_seq(op.seq);
+  entry.set_op(op.op);
+  entry.set_dtype(op.dtype);
+  entry.set_count_in(op.countIn);
+  entry.set_count_out(op.countOut);
+  entry.set_root(op.root);
+  entry.set_peer(op.peer);
+  entry.set_tag(op.tag);
+  entry.set_reduce_op(op.reduceOp);
+  entry.set_algorithm(op.algorithm);
+}
+
 }  // namespace
 
-FlightRecorder::FlightRecorder(std::size_t capacity) : slots_(capacity) {
+FlightRecorder::FlightRecorder(std::size_t capacity)
+    : instance_(recorderInstances.fetch_add(1, std::memory_order_relaxed) + 1), slots_(capacity) {
   // The changing halves of the first kDefaultCapacity slots up front (about 100 bytes each):
   // record() then reuses one from the first operation on, instead of allocating one per
   // operation until the ring has gone round once. That made the first 4096 operations of a
@@ -63,6 +101,8 @@ FlightRecorder::FlightRecorder(std::size_t capacity) : slots_(capacity) {
   const std::size_t ahead = std::min(slots_.size(), kDefaultCapacity);
   for (std::size_t i = 0; i < ahead; ++i) slots_[i].progress = std::make_shared<OpProgress>();
 }
+
+FlightRecorder::~FlightRecorder() = default;
 
 FlightRecorder& FlightRecorder::process() {
   // Never destroyed: entries may be recorded from threads that outlive static destruction.
@@ -80,8 +120,9 @@ std::shared_ptr<OpProgress> FlightRecorder::record(const OpDescriptor& op) {
   if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return nullptr;
   std::lock_guard lock(ringMu_);
   const std::uint64_t id = nextRecordId_++;
-  // The slot of record id is (id - 1) % capacity, kept as it moves (a division costs as much as
-  // the rest of this function).
+  ++ringRecorded_;
+  // The slot of the next entry, kept as it moves (a division costs as much as the rest of this
+  // function).
   Slot& slot = slots_[nextSlot_];
   if (++nextSlot_ == slots_.size()) nextSlot_ = 0;
   slot.recordId = id;
@@ -97,6 +138,42 @@ std::shared_ptr<OpProgress> FlightRecorder::record(const OpDescriptor& op) {
     slot.progress = std::make_shared<OpProgress>();
   }
   return slot.progress;
+}
+
+void FlightRecorder::recordCompletedWithinCall(const OpDescriptor& op) {
+  if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return;
+  ThreadLane& lane = threadLane.recorder == instance_ ? *threadLane.lane : adoptLane();
+  if (lane.nextId == lane.endId) {
+    std::lock_guard lock(ringMu_);
+    lane.nextId = nextRecordId_;
+    nextRecordId_ += kIdBlock;
+    lane.endId = nextRecordId_;
+  }
+  lane.append(op, lane.nextId++, recorderTicks());
+}
+
+ThreadLane& FlightRecorder::adoptLane() {
+  threadLane.release();  // a lane of another recorder this thread wrote before
+  std::shared_ptr<ThreadLane> lane;
+  {
+    std::lock_guard lock(lanesMu_);
+    for (const auto& candidate : lanes_) {
+      bool owned = false;
+      if (candidate->owned.compare_exchange_strong(owned, true, std::memory_order_acquire)) {
+        lane = candidate;
+        break;
+      }
+    }
+    if (!lane) {
+      lane = std::make_shared<ThreadLane>(slots_.size());
+      lane->owned.store(true, std::memory_order_relaxed);
+      lanes_.push_back(lane);
+    }
+  }
+  threadLane.recorder = instance_;
+  threadLane.lane = lane.get();
+  threadLane.held = lane;
+  return *lane;
 }
 
 void FlightRecorder::setIdentity(ProcessIdentity identity) {
@@ -115,9 +192,18 @@ void FlightRecorder::setDumpDirectory(std::filesystem::path dir) {
 }
 
 std::uint64_t FlightRecorder::dropped() const {
-  std::lock_guard lock(ringMu_);
-  const std::uint64_t recorded = nextRecordId_ - 1;
-  return recorded > slots_.size() ? recorded - slots_.size() : 0;
+  std::uint64_t dropped = 0;
+  {
+    std::lock_guard lock(ringMu_);
+    dropped = ringRecorded_ > slots_.size() ? ringRecorded_ - slots_.size() : 0;
+  }
+  std::vector<LaneEntry> ignored;
+  std::lock_guard lock(lanesMu_);
+  for (const auto& lane : lanes_) {
+    dropped += lane->collect(ignored);
+    ignored.clear();
+  }
+  return dropped;
 }
 
 pb::Dump FlightRecorder::snapshot(const std::string& reason) const {
@@ -139,34 +225,43 @@ pb::Dump FlightRecorder::snapshot(const std::string& reason) const {
   }
   // Copy the ring under its lock (descriptors and shared pointers only), format outside it.
   std::vector<Slot> copy;
+  std::uint64_t dropped = 0;
   {
     std::lock_guard lock(ringMu_);
-    const std::uint64_t recorded = nextRecordId_ - 1;
-    const std::uint64_t first = recorded > slots_.size() ? recorded - slots_.size() + 1 : 1;
-    copy.reserve(static_cast<std::size_t>(recorded - first + 1));
-    for (std::uint64_t id = first; id <= recorded; ++id)
-      copy.push_back(slots_[(id - 1) % slots_.size()]);
+    const std::uint64_t first = ringRecorded_ > slots_.size() ? ringRecorded_ - slots_.size() : 0;
+    copy.reserve(static_cast<std::size_t>(ringRecorded_ - first));
+    for (std::uint64_t i = first; i < ringRecorded_; ++i) copy.push_back(slots_[i % slots_.size()]);
     dump.set_capacity(static_cast<std::uint32_t>(slots_.size()));
-    dump.set_dropped_entries(first - 1);
+    dropped = first;
   }
+  std::vector<LaneEntry> laneEntries;
+  {
+    std::lock_guard lock(lanesMu_);
+    for (const auto& lane : lanes_) dropped += lane->collect(laneEntries);
+  }
+  dump.set_dropped_entries(dropped);
   const TickConverter clock;
   for (const Slot& slot : copy) {
     pb::Entry* entry = dump.add_entries();
-    entry->set_record_id(slot.recordId);
-    entry->set_comm_id(slot.op.commId);
-    entry->set_epoch(slot.op.epoch);
-    entry->set_seq(slot.op.seq);
-    entry->set_op(slot.op.op);
-    entry->set_dtype(slot.op.dtype);
-    entry->set_count_in(slot.op.countIn);
-    entry->set_count_out(slot.op.countOut);
-    entry->set_root(slot.op.root);
-    entry->set_peer(slot.op.peer);
-    entry->set_tag(slot.op.tag);
-    entry->set_reduce_op(slot.op.reduceOp);
-    entry->set_algorithm(slot.op.algorithm);
+    describe(*entry, slot.recordId, slot.op);
     slot.progress->copyTo(*entry, clock);
   }
+  for (const LaneEntry& done : laneEntries) {
+    pb::Entry* entry = dump.add_entries();
+    describe(*entry, done.recordId, done.op);
+    const std::int64_t ns = clock.toNs(done.ticks);
+    entry->set_state(pb::COMPLETED);
+    entry->set_scheduled_ns(ns);
+    entry->set_started_ns(ns);
+    entry->set_ended_ns(ns);
+  }
+  // In the order the operations were scheduled: a lane's record ids come in blocks, so ids
+  // alone interleave threads (and the ring) out of order.
+  auto* entries = dump.mutable_entries();
+  std::sort(entries->begin(), entries->end(), [](const pb::Entry& a, const pb::Entry& b) {
+    return a.scheduled_ns() != b.scheduled_ns() ? a.scheduled_ns() < b.scheduled_ns()
+                                                : a.record_id() < b.record_id();
+  });
   return dump;
 }
 

@@ -20,34 +20,11 @@
 
 #include "ftcomm/status.h"
 #include "ftcomm/types.h"
+#include "recorder/op_descriptor.h"
 #include "recorder/op_progress.h"
+#include "recorder/thread_lane.h"
 
 namespace ftcomm::recorder {
-
-// The recorded form of an operation's element type and operator (the proto's enums follow
-// ftcomm's, shifted by their UNSPECIFIED).
-inline pb::DataType recordedType(DataType dtype) {
-  return static_cast<pb::DataType>(static_cast<int>(dtype) + 1);
-}
-inline pb::ReduceOp recordedOp(ReduceOp op) {
-  return static_cast<pb::ReduceOp>(static_cast<int>(op) + 1);
-}
-
-// What the facade knows of an operation when it schedules it.
-struct OpDescriptor {
-  std::uint64_t commId = 0;
-  std::uint64_t epoch = 0;
-  std::uint64_t seq = 0;
-  pb::OpType op = pb::OP_UNSPECIFIED;
-  pb::DataType dtype = pb::DTYPE_UNSPECIFIED;
-  std::uint64_t countIn = 0;
-  std::uint64_t countOut = 0;
-  std::int32_t root = -1;
-  std::int32_t peer = -1;
-  std::int32_t tag = 0;
-  pb::ReduceOp reduceOp = pb::REDUCE_OP_UNSPECIFIED;
-  const char* algorithm = "";  // must have static storage (algorithms are named by literals)
-};
 
 // Who this process is, for the dump's header.
 struct ProcessIdentity {
@@ -64,6 +41,7 @@ class FlightRecorder {
   // Capacity 0 turns recording off: record() returns null and dumps hold no entries. It exists
   // to measure what the recorder costs (ftcomm-bench --recorder off), not for production.
   explicit FlightRecorder(std::size_t capacity = kDefaultCapacity);
+  ~FlightRecorder();
 
   // The process's recorder: capacity from FTCOMM_FR_CAPACITY, dumps to FTCOMM_FR_DIR
   // (default ./ftcomm-fr).
@@ -71,6 +49,13 @@ class FlightRecorder {
 
   // Null when recording is off; callers keep the progress and treat null as "nothing to mark".
   std::shared_ptr<OpProgress> record(const OpDescriptor& op);
+
+  // An operation that completed within the call that scheduled it, recorded complete at once
+  // (scheduled, started and ended at one clock reading) into the calling thread's own lane
+  // (thread_lane.h): no lock and no locked instruction, except once every kIdBlock entries to
+  // take record ids. Dumps hold each thread's last `capacity` such entries besides the ring's.
+  void recordCompletedWithinCall(const OpDescriptor& op);
+  static constexpr std::uint64_t kIdBlock = 64;
 
   // Turns recording off and on at run time, so that a benchmark can time the same operation
   // both ways in one run. Off is for measurement only: a dump then misses operations.
@@ -102,11 +87,19 @@ class FlightRecorder {
     std::shared_ptr<OpProgress> progress;
   };
 
+  // Gives the calling thread a lane of this recorder: a free one, or a new one.
+  ThreadLane& adoptLane();
+
   std::atomic<bool> recording_{true};
+  const std::uint64_t instance_;  // tells the recorders apart in the threads' lane caches
   mutable std::mutex ringMu_;
   std::vector<Slot> slots_;
-  std::uint64_t nextRecordId_ = 1;
-  std::size_t nextSlot_ = 0;  // (nextRecordId_ - 1) % capacity
+  std::uint64_t nextRecordId_ = 1;  // ids of the ring's entries and the lanes' blocks
+  std::uint64_t ringRecorded_ = 0;  // entries the ring took
+  std::size_t nextSlot_ = 0;        // ringRecorded_ % capacity
+
+  mutable std::mutex lanesMu_;
+  std::vector<std::shared_ptr<ThreadLane>> lanes_;
 
   mutable std::mutex infoMu_;
   ProcessIdentity identity_;

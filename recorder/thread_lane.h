@@ -1,0 +1,57 @@
+// A thread's own ring of flight-recorder entries for operations that completed within the call
+// that scheduled them (the inline fast path: comm/core/submit_fast.cc). Such an entry never
+// changes after it is written, so it needs no OpProgress: the owning thread writes it without a
+// lock or a locked instruction, which on the fast path would wait for the operation's own store
+// to reach the peers' caches (docs/ARCHITECTURE.md, "The fast path").
+//
+// Thread-safety: append() from the owning thread only (FlightRecorder hands each thread its
+// own lane); collect() from any thread at any time. Each slot is a sequence lock: a reader keeps
+// an entry only if its stamp was the same, and even, before and after the copy.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "recorder/op_descriptor.h"
+
+namespace ftcomm::recorder {
+
+// An entry as a dump reads it back.
+struct LaneEntry {
+  std::uint64_t recordId = 0;
+  OpDescriptor op;
+  std::int64_t ticks = 0;  // scheduled, started and completed: one reading of recorderTicks()
+};
+
+class ThreadLane {
+ public:
+  explicit ThreadLane(std::size_t capacity);
+
+  // The owner: appends an entry, overwriting the oldest once the lane is full.
+  void append(const OpDescriptor& op, std::uint64_t recordId, std::int64_t ticks);
+
+  // Any thread: the entries held now, oldest first, appended to `out`. Returns how many the
+  // lane no longer holds (overwritten, or being overwritten during the copy).
+  std::uint64_t collect(std::vector<LaneEntry>& out) const;
+
+  // Whether a live thread writes this lane; a lane whose thread ended is handed to the next new
+  // one, entries and all.
+  std::atomic<bool> owned{false};
+  // The owner's block of record ids (FlightRecorder::recordCompletedWithinCall): ids are taken
+  // from the recorder's counter kIdBlock at a time, under its ring's lock.
+  std::uint64_t nextId = 0, endId = 0;
+
+ private:
+  static constexpr int kWords = 12;
+  struct Slot {
+    std::atomic<std::uint64_t> stamp{0};  // 2g - 1 while the g-th entry is written, then 2g
+    std::atomic<std::uint64_t> words[kWords];
+  };
+  std::size_t capacity_;
+  std::unique_ptr<Slot[]> slots_;
+  std::atomic<std::uint64_t> written_{0};  // entries appended
+};
+
+}  // namespace ftcomm::recorder
