@@ -53,20 +53,15 @@ void onSignalDumpRequest(int) {
 
 std::atomic<std::uint64_t> recorderInstances{0};
 
-// The calling thread's lane of one recorder. Only the fast path's check (the recorder it belongs
-// to) and the lane itself are read per entry; the weak reference hands the lane back when the
-// thread ends, if its recorder still exists.
+// The calling thread's lane, held weakly: it goes back to the recorder for the next new
+// thread when this one ends, if the recorder still exists.
 struct LaneHandle {
-  std::uint64_t recorder = 0;
-  ThreadLane* lane = nullptr;
   std::weak_ptr<ThreadLane> held;
 
   ~LaneHandle() { release(); }
   void release() {
     if (auto mine = held.lock()) mine->owned.store(false, std::memory_order_release);
     held.reset();
-    lane = nullptr;
-    recorder = 0;
   }
 };
 
@@ -140,20 +135,18 @@ std::shared_ptr<OpProgress> FlightRecorder::record(const OpDescriptor& op) {
   return slot.progress;
 }
 
-void FlightRecorder::recordCompletedWithinCall(const OpDescriptor& op) {
-  if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return;
-  ThreadLane& lane = threadLane.recorder == instance_ ? *threadLane.lane : adoptLane();
-  if (lane.nextId == lane.endId) {
-    std::lock_guard lock(ringMu_);
-    lane.nextId = nextRecordId_;
-    nextRecordId_ += kIdBlock;
-    lane.endId = nextRecordId_;
-  }
-  lane.append(op, lane.nextId++, recorderTicks());
+thread_local FlightRecorder::LaneCache FlightRecorder::laneCache_;
+
+void FlightRecorder::takeIds(ThreadLane& lane) {
+  std::lock_guard lock(ringMu_);
+  lane.nextId = nextRecordId_;
+  nextRecordId_ += kIdBlock;
+  lane.endId = nextRecordId_;
 }
 
 ThreadLane& FlightRecorder::adoptLane() {
   threadLane.release();  // a lane of another recorder this thread wrote before
+  laneCache_ = LaneCache{};
   std::shared_ptr<ThreadLane> lane;
   {
     std::lock_guard lock(lanesMu_);
@@ -170,9 +163,8 @@ ThreadLane& FlightRecorder::adoptLane() {
       lanes_.push_back(lane);
     }
   }
-  threadLane.recorder = instance_;
-  threadLane.lane = lane.get();
   threadLane.held = lane;
+  laneCache_ = LaneCache{instance_, lane.get()};
   return *lane;
 }
 

@@ -22,6 +22,7 @@
 #include "ftcomm/types.h"
 #include "recorder/op_descriptor.h"
 #include "recorder/op_progress.h"
+#include "recorder/recorder_clock.h"
 #include "recorder/thread_lane.h"
 
 namespace ftcomm::recorder {
@@ -54,7 +55,13 @@ class FlightRecorder {
   // (scheduled, started and ended at one clock reading) into the calling thread's own lane
   // (thread_lane.h): no lock and no locked instruction, except once every kIdBlock entries to
   // take record ids. Dumps hold each thread's last `capacity` such entries besides the ring's.
-  void recordCompletedWithinCall(const OpDescriptor& op);
+  // Inline, so that the descriptor goes from the caller's registers into the lane.
+  void recordCompletedWithinCall(const OpDescriptor& op) {
+    if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return;
+    ThreadLane& lane = laneCache_.recorder == instance_ ? *laneCache_.lane : adoptLane();
+    if (lane.nextId == lane.endId) takeIds(lane);
+    lane.append(op, lane.nextId++, recorderTicks());
+  }
   static constexpr std::uint64_t kIdBlock = 64;
 
   // Turns recording off and on at run time, so that a benchmark can time the same operation
@@ -89,6 +96,16 @@ class FlightRecorder {
 
   // Gives the calling thread a lane of this recorder: a free one, or a new one.
   ThreadLane& adoptLane();
+  // The next block of record ids for `lane`.
+  void takeIds(ThreadLane& lane);
+
+  // The calling thread's lane, and the recorder it belongs to (flight_recorder.cc keeps the
+  // reference that hands it back when the thread ends).
+  struct LaneCache {
+    std::uint64_t recorder = 0;
+    ThreadLane* lane = nullptr;
+  };
+  static thread_local LaneCache laneCache_;
 
   std::atomic<bool> recording_{true};
   const std::uint64_t instance_;  // tells the recorders apart in the threads' lane caches

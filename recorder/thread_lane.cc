@@ -1,37 +1,11 @@
 #include "recorder/thread_lane.h"
 
 #include <cstring>
-#include <type_traits>
 
 namespace ftcomm::recorder {
 
-namespace {
-
-constexpr int kDescriptorWords = 10;
-static_assert(std::is_trivially_copyable_v<OpDescriptor>);
-static_assert(sizeof(OpDescriptor) <= kDescriptorWords * sizeof(std::uint64_t));
-
-}  // namespace
-
 ThreadLane::ThreadLane(std::size_t capacity)
-    : capacity_(capacity), slots_(std::make_unique<Slot[]>(capacity)) {
-  static_assert(kWords == kDescriptorWords + 2);
-}
-
-void ThreadLane::append(const OpDescriptor& op, std::uint64_t recordId, std::int64_t ticks) {
-  std::uint64_t words[kWords] = {};
-  std::memcpy(words, &op, sizeof op);
-  words[kDescriptorWords] = recordId;
-  words[kDescriptorWords + 1] = static_cast<std::uint64_t>(ticks);
-  const std::uint64_t g = written_.load(std::memory_order_relaxed) + 1;
-  Slot& slot = slots_[(g - 1) % capacity_];
-  // Odd while the words change; the fence keeps them after that store.
-  slot.stamp.store(2 * g - 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  for (int i = 0; i < kWords; ++i) slot.words[i].store(words[i], std::memory_order_relaxed);
-  slot.stamp.store(2 * g, std::memory_order_release);
-  written_.store(g, std::memory_order_release);
-}
+    : capacity_(capacity), slots_(std::make_unique<Slot[]>(capacity)) {}
 
 std::uint64_t ThreadLane::collect(std::vector<LaneEntry>& out) const {
   const std::uint64_t written = written_.load(std::memory_order_acquire);
@@ -50,12 +24,29 @@ std::uint64_t ThreadLane::collect(std::vector<LaneEntry>& out) const {
       ++lost;
       continue;
     }
-    LaneEntry& entry = out.emplace_back();
-    std::memcpy(&entry.op, words, sizeof entry.op);
-    entry.recordId = words[kDescriptorWords];
-    entry.ticks = static_cast<std::int64_t>(words[kDescriptorWords + 1]);
+    unpack(words, out.emplace_back());
   }
   return lost;
+}
+
+void ThreadLane::unpack(const std::uint64_t (&words)[kWords], LaneEntry& entry) {
+  const auto low = [](std::uint64_t word) { return static_cast<std::int32_t>(word & 0xffffffffu); };
+  const auto high = [](std::uint64_t word) { return static_cast<std::int32_t>(word >> 32); };
+  OpDescriptor& op = entry.op;
+  op.commId = words[0];
+  op.epoch = words[1];
+  op.seq = words[2];
+  op.op = static_cast<pb::OpType>(low(words[3]));
+  op.dtype = static_cast<pb::DataType>(high(words[3]));
+  op.countIn = words[4];
+  op.countOut = words[5];
+  op.root = low(words[6]);
+  op.peer = high(words[6]);
+  op.tag = low(words[7]);
+  op.reduceOp = static_cast<pb::ReduceOp>(high(words[7]));
+  op.algorithm = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(words[8]));
+  entry.recordId = words[9];
+  entry.ticks = static_cast<std::int64_t>(words[10]);
 }
 
 }  // namespace ftcomm::recorder

@@ -29,8 +29,22 @@ class ThreadLane {
  public:
   explicit ThreadLane(std::size_t capacity);
 
-  // The owner: appends an entry, overwriting the oldest once the lane is full.
-  void append(const OpDescriptor& op, std::uint64_t recordId, std::int64_t ticks);
+  // The owner: appends an entry, overwriting the oldest once the lane is full. Inline, so that
+  // the descriptor's fields go from the caller's registers into the slot: every store of the
+  // fast path counts, since each waits in the store buffer behind the broadcast's post.
+  void append(const OpDescriptor& op, std::uint64_t recordId, std::int64_t ticks) {
+    const std::uint64_t g = written_.load(std::memory_order_relaxed) + 1;
+    Slot& slot = slots_[next_];
+    if (++next_ == capacity_) next_ = 0;
+    // Odd while the words change; the fence keeps them after that store.
+    slot.stamp.store(2 * g - 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    std::uint64_t words[kWords];
+    pack(op, recordId, ticks, words);
+    for (int i = 0; i < kWords; ++i) slot.words[i].store(words[i], std::memory_order_relaxed);
+    slot.stamp.store(2 * g, std::memory_order_release);
+    written_.store(g, std::memory_order_release);
+  }
 
   // Any thread: the entries held now, oldest first, appended to `out`. Returns how many the
   // lane no longer holds (overwritten, or being overwritten during the copy).
@@ -44,7 +58,27 @@ class ThreadLane {
   std::uint64_t nextId = 0, endId = 0;
 
  private:
-  static constexpr int kWords = 12;
+  static constexpr int kWords = 11;
+  static void pack(const OpDescriptor& op, std::uint64_t recordId, std::int64_t ticks,
+                   std::uint64_t (&words)[kWords]) {
+    const auto pair = [](std::int32_t low, std::int32_t high) {
+      return static_cast<std::uint32_t>(low) | std::uint64_t{static_cast<std::uint32_t>(high)}
+                                                   << 32;
+    };
+    words[0] = op.commId;
+    words[1] = op.epoch;
+    words[2] = op.seq;
+    words[3] = pair(op.op, op.dtype);
+    words[4] = op.countIn;
+    words[5] = op.countOut;
+    words[6] = pair(op.root, op.peer);
+    words[7] = pair(op.tag, op.reduceOp);
+    words[8] = reinterpret_cast<std::uintptr_t>(op.algorithm);
+    words[9] = recordId;
+    words[10] = static_cast<std::uint64_t>(ticks);
+  }
+  static void unpack(const std::uint64_t (&words)[kWords], LaneEntry& entry);
+
   struct Slot {
     std::atomic<std::uint64_t> stamp{0};  // 2g - 1 while the g-th entry is written, then 2g
     std::atomic<std::uint64_t> words[kWords];
@@ -52,6 +86,7 @@ class ThreadLane {
   std::size_t capacity_;
   std::unique_ptr<Slot[]> slots_;
   std::atomic<std::uint64_t> written_{0};  // entries appended
+  std::size_t next_ = 0;                   // the slot of the next entry: written_ % capacity_
 };
 
 }  // namespace ftcomm::recorder
