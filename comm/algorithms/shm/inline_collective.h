@@ -101,6 +101,16 @@ InlineChunking inlineChunking(const tuning::PlanTable& tuning, algorithms::Colle
 void announceCollective(const InlineGroup& group, int rank, std::uint64_t seq,
                         const transport::OpSignature& signature);
 
+// The broadcast queue's fast path (core/fast_path.h), without an InlineCollective: what its
+// post or read does when it can be done at once. A root posts `data` (`bytes`, at most
+// shm::kHeadBytes) as collective `seq` into its queue when no earlier post of its waits and the
+// slot is free; a reader copies the root's post of `seq` into `data` when it is there with this
+// signature. False where not, having posted or read nothing: the general path then runs it.
+bool tryPostQueued(const InlineGroup& group, int rank, std::uint64_t seq,
+                   const std::uint64_t (&signature)[3], const void* data, std::size_t bytes);
+bool tryReadQueued(const InlineGroup& group, int rank, int root, std::uint64_t seq,
+                   const std::uint64_t (&signature)[3], void* data, std::size_t bytes);
+
 class InlineCollective {
  public:
   // Its chunks are the communicator's inline rounds firstIndex, firstIndex + 1, ... (from 1);
@@ -132,9 +142,6 @@ class InlineCollective {
   Result<bool> pollQueued();
   Result<bool> postQueued();
   Result<bool> readQueued();
-  // Marks the slots of this member's queue whose posts every peer has read; Mismatch where a
-  // peer posted one of the same collectives as a root too.
-  Status confirmQueueReads() const;
   // Mismatch where `peer`, whose post for this collective this member waits for, queued a
   // broadcast of the same sequence number or waits for one.
   Status checkQueued(int peer) const;

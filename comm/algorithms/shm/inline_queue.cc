@@ -15,7 +15,7 @@
 // - a member waiting for a peer's ordinary post where that peer queued a broadcast of this
 //   sequence number or waits for one (checkQueued);
 // - a root that sees a peer that has not read one of its posts post the same collective as a
-//   root too (confirmQueueReads): two roots return at once, and this is found when either needs
+//   root too (confirmReads): two roots return at once, and this is found when either needs
 //   that slot again, at most kQueueSlots collectives later.
 #include <cstring>
 #include <string>
@@ -31,11 +31,114 @@ int queueSlot(std::uint64_t seq) {
   return static_cast<int>(seq % shm::kQueueSlots);
 }
 
+// How often the fast path looks again for a free slot or a root's post before it leaves the
+// collective to the general path: about as long as the general path's quick polls (the peer
+// that calls within a few hundred nanoseconds), without its clock and locks.
+constexpr int kFastPolls = 64;
+
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 Status mismatch(const std::string& what) {
   return Status(StatusCode::kMismatch, what);
 }
 
+// Marks the slots of `rank`'s queue whose posts every peer has read, from the slot of `seq` on;
+// Mismatch where a peer posted one of the same collectives as a root too.
+Status confirmReads(const InlineGroup& group, int rank, std::uint64_t seq) {
+  shm::InlineArea& mine = *group.areas[static_cast<std::size_t>(rank)];
+  const int n = static_cast<int>(group.areas.size());
+  // From the oldest post on (the slot this member needs next), up to the first one a peer has
+  // yet to read: the peers read in order, so the rest wait for that one anyway.
+  const int first = queueSlot(seq);
+  for (int k = 0; k < shm::kQueueSlots; ++k) {
+    const int j = (first + k) % shm::kQueueSlots;
+    const std::uint64_t posted = mine.queuePosted[j].load(std::memory_order_relaxed);
+    if (mine.queueConfirmed[j].load(std::memory_order_relaxed) == posted) continue;
+    for (int p = 0; p < n; ++p) {
+      if (p == rank) continue;
+      const shm::InlineArea& peer = *group.areas[static_cast<std::size_t>(p)];
+      if (peer.queueRead[j].load(std::memory_order_acquire) >= posted) continue;
+      if (peer.queue[j].seq.load(std::memory_order_acquire) == posted) {
+        return mismatch("rank " + std::to_string(p) + " broadcast " +
+                        describeWords(peer.queue[j].signature) + " (#" + std::to_string(posted) +
+                        ") as its root, where rank " + std::to_string(rank) + " did as well");
+      }
+      return Status::Ok();
+    }
+    mine.queueConfirmed[j].store(posted, std::memory_order_relaxed);
+  }
+  return Status::Ok();
+}
+
+// Whether the slot of `seq` in `mine` is free: every peer read its last post.
+bool slotFree(const InlineGroup& group, int rank, std::uint64_t seq, Status* why) {
+  const shm::InlineArea& mine = *group.areas[static_cast<std::size_t>(rank)];
+  const int j = queueSlot(seq);
+  const auto confirmed = [&] {
+    return mine.queueConfirmed[j].load(std::memory_order_relaxed) ==
+           mine.queuePosted[j].load(std::memory_order_relaxed);
+  };
+  if (confirmed()) return true;
+  *why = confirmReads(group, rank, seq);
+  return why->ok() && confirmed();
+}
+
+// Writes the post of `seq` into `rank`'s queue and wakes the peers (the slot is free and every
+// earlier post of this member is out).
+void writePost(const InlineGroup& group, int rank, std::uint64_t seq, std::uint64_t ticket,
+               const std::uint64_t (&signature)[3], const void* data, std::size_t bytes) {
+  shm::InlineArea& mine = *group.areas[static_cast<std::size_t>(rank)];
+  const int j = queueSlot(seq);
+  shm::QueueSlot& slot = mine.queue[j];
+  std::memcpy(slot.signature, signature, sizeof signature);
+  if (bytes > 0) std::memcpy(slot.head, data, bytes);
+  slot.seq.store(seq, std::memory_order_release);
+  mine.queuePosted[j].store(seq, std::memory_order_relaxed);
+  mine.queuePostedTickets.store(ticket, std::memory_order_release);
+  // Unfenced: a fence here waits for the post to reach the readers' caches, which costs more
+  // than the rest of the call; a reader that sleeps looks again within kQueueLook anyway.
+  for (int p = 0; p < static_cast<int>(group.areas.size()); ++p) {
+    if (p != rank) group.domain->wakeMember(group.members[static_cast<std::size_t>(p)], false);
+  }
+}
+
 }  // namespace
+
+bool tryPostQueued(const InlineGroup& group, int rank, std::uint64_t seq,
+                   const std::uint64_t (&signature)[3], const void* data, std::size_t bytes) {
+  shm::InlineArea& mine = *group.areas[static_cast<std::size_t>(rank)];
+  // An earlier post of this member that waits for its slot goes first (the general path).
+  const std::uint64_t taken = mine.queueTickets.load(std::memory_order_relaxed);
+  if (mine.queuePostedTickets.load(std::memory_order_acquire) != taken) return false;
+  Status why;
+  for (int polls = 0; !slotFree(group, rank, seq, &why); ++polls) {
+    if (!why.ok() || polls == kFastPolls) return false;  // a mismatch is the general path's
+    cpuRelax();
+  }
+  mine.queueTickets.store(taken + 1, std::memory_order_relaxed);
+  writePost(group, rank, seq, taken + 1, signature, data, bytes);
+  return true;
+}
+
+bool tryReadQueued(const InlineGroup& group, int rank, int root, std::uint64_t seq,
+                   const std::uint64_t (&signature)[3], void* data, std::size_t bytes) {
+  const int j = queueSlot(seq);
+  const shm::QueueSlot& slot = group.areas[static_cast<std::size_t>(root)]->queue[j];
+  for (int polls = 0; slot.seq.load(std::memory_order_acquire) != seq; ++polls) {
+    if (polls == kFastPolls) return false;
+    cpuRelax();
+  }
+  if (!sameWords(slot.signature, signature)) return false;
+  if (bytes > 0) std::memcpy(data, slot.head, bytes);
+  group.areas[static_cast<std::size_t>(rank)]->queueRead[j].store(seq, std::memory_order_release);
+  // The root may wait for this read to post into the slot again.
+  group.domain->wakeMember(group.members[static_cast<std::size_t>(root)], false);
+  return true;
+}
 
 Result<bool> InlineCollective::pollQueued() {
   return rank_ == args_.root ? postQueued() : readQueued();
@@ -45,52 +148,13 @@ Result<bool> InlineCollective::postQueued() {
   shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
   // In sequence order: an earlier post of this member waits for its slot.
   if (mine.queuePostedTickets.load(std::memory_order_acquire) != ticket_ - 1) return false;
-  const int j = queueSlot(seq_);
-  if (mine.queueConfirmed[j].load(std::memory_order_relaxed) !=
-      mine.queuePosted[j].load(std::memory_order_relaxed)) {
-    FTCOMM_RETURN_IF_ERROR(confirmQueueReads());
-    if (mine.queueConfirmed[j].load(std::memory_order_relaxed) !=
-        mine.queuePosted[j].load(std::memory_order_relaxed)) {
-      return false;
-    }
+  Status why;
+  if (!slotFree(group_, rank_, seq_, &why)) {
+    if (!why.ok()) return why;
+    return false;
   }
-  shm::QueueSlot& slot = mine.queue[j];
-  std::memcpy(slot.signature, signature_, sizeof signature_);
-  if (plan_.block > 0) std::memcpy(slot.head, args_.recv, plan_.block);
-  slot.seq.store(seq_, std::memory_order_release);
-  mine.queuePosted[j].store(seq_, std::memory_order_relaxed);
-  mine.queuePostedTickets.store(ticket_, std::memory_order_release);
-  // Unfenced: a fence here waits for the post to reach the readers' caches, which costs more
-  // than the rest of the call; a reader that sleeps looks again within kQueueLook anyway.
-  for (int p = 0; p < n_; ++p) {
-    if (p != rank_) group_.domain->wakeMember(group_.members[static_cast<std::size_t>(p)], false);
-  }
+  writePost(group_, rank_, seq_, ticket_, signature_, args_.recv, plan_.block);
   return true;
-}
-
-Status InlineCollective::confirmQueueReads() const {
-  shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
-  // From the oldest post on (the slot this member needs next), up to the first one a peer has
-  // yet to read: the peers read in order, so the rest wait for that one anyway.
-  const int first = queueSlot(seq_);
-  for (int k = 0; k < shm::kQueueSlots; ++k) {
-    const int j = (first + k) % shm::kQueueSlots;
-    const std::uint64_t posted = mine.queuePosted[j].load(std::memory_order_relaxed);
-    if (mine.queueConfirmed[j].load(std::memory_order_relaxed) == posted) continue;
-    for (int p = 0; p < n_; ++p) {
-      if (p == rank_) continue;
-      const shm::InlineArea& peer = *group_.areas[static_cast<std::size_t>(p)];
-      if (peer.queueRead[j].load(std::memory_order_acquire) >= posted) continue;
-      if (peer.queue[j].seq.load(std::memory_order_acquire) == posted) {
-        return mismatch("rank " + std::to_string(p) + " broadcast " +
-                        describeWords(peer.queue[j].signature) + " (#" + std::to_string(posted) +
-                        ") as its root, where rank " + std::to_string(rank_) + " did as well");
-      }
-      return Status::Ok();
-    }
-    mine.queueConfirmed[j].store(posted, std::memory_order_relaxed);
-  }
-  return Status::Ok();
 }
 
 Result<bool> InlineCollective::readQueued() {
