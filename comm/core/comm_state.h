@@ -15,6 +15,7 @@
 
 #include "algorithms/shm/inline_collective.h"
 #include "core/engine.h"
+#include "core/fast_path.h"
 #include "ftcomm/status.h"
 #include "rendezvous/client.h"
 #include "transport/transport.h"
@@ -80,8 +81,13 @@ class CommState {
   // Set once `broken` is: a thread spinning without the mutex looks at it.
   std::atomic<bool> unusable{false};
 
+  // The fast path's owner and what it knows (fast_path.h).
+  FastPath fast;
+  // The last collective's sequence number: written under the engine's mutex, or by the fast
+  // path's owner without it (which excludes the first); read by the engine's thread.
+  std::atomic<std::uint64_t> collectiveSeq{0};
+
   // Mutable under the engine's mutex.
-  std::uint64_t collectiveSeq = 0;
   std::uint64_t p2pSeq = 0;
   std::uint64_t inlineCount = 0;  // inline collectives started
   Status broken;                  // Ok while usable
@@ -95,8 +101,9 @@ class CommState {
   };
   std::vector<Control> controls;  // by peer rank
   // A member left after its collective `lastCompletable` (the earliest of several leavers'):
-  // no later collective can complete. `leaver` is its rank (-1 while none left).
-  std::uint64_t lastCompletable = ~std::uint64_t{0};
+  // no later collective can complete. `leaver` is its rank (-1 while none left). The fast path
+  // reads it without the mutex.
+  std::atomic<std::uint64_t> lastCompletable{~std::uint64_t{0}};
   int leaver = -1;
   bool saidLeaving = false;  // this member sent its leaving notice
   std::string notice;        // the failure notice sent to the others, while it is sent

@@ -138,6 +138,9 @@ Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataT
 
 Work Communicator::broadcast(void* buffer, std::size_t count, DataType dtype, int root,
                              const OpOptions& options) {
+  if (detail::tryQueuedBroadcast(*state_, buffer, count, dtype, root)) {
+    return Work(detail::succeededWorkState(nullptr));
+  }
   auto c = call("broadcast", OpKind::kBroadcast, pb::BROADCAST, algorithms::Collective::kBroadcast,
                 dtype, buffer, buffer, count);
   c.args.root = root;

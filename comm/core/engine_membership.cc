@@ -61,7 +61,7 @@ void Engine::sendLeavingLocked(CommState& comm) {
   if (!comm.transport || !comm.broken.ok() || comm.controls.empty() || comm.saidLeaving) return;
   // The last collective this member took part in: the one before its first still pending (which
   // is cancelled as the communicator closes), else the last it called.
-  std::uint64_t last = comm.collectiveSeq;
+  std::uint64_t last = comm.collectiveSeq.load(std::memory_order_relaxed);
   for (const auto& op : ops_) {
     if (op->comm.get() == &comm && op->collective && !op->work->done())
       last = std::min(last, op->seq - 1);
@@ -106,8 +106,8 @@ void Engine::leaveAtExit() {
 
 void Engine::peerLeftLocked(CommState& comm, int peer, std::uint64_t lastSeq) {
   comm.controls[static_cast<std::size_t>(peer)].left = true;
-  if (lastSeq < comm.lastCompletable) {
-    comm.lastCompletable = lastSeq;
+  if (lastSeq < comm.lastCompletable.load(std::memory_order_relaxed)) {
+    comm.lastCompletable.store(lastSeq, std::memory_order_relaxed);
     comm.leaver = peer;
   }
   // A pending collective that the leaver never took part in cannot complete: the earliest such
@@ -126,7 +126,7 @@ Status Engine::leftBeforeLocked(const CommState& comm, const std::string& what) 
   return Status(StatusCode::kPeerFailed,
                 what + " cannot complete: rank " + std::to_string(comm.leaver) +
                     " left the communicator after collective #" +
-                    std::to_string(comm.lastCompletable) +
+                    std::to_string(comm.lastCompletable.load(std::memory_order_relaxed)) +
                     " (it destroyed its communicator, or its process ended)");
 }
 

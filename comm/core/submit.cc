@@ -108,12 +108,21 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
                    Status(status.code(), std::string(call.name) + ": " + status.message()));
   }
 
-  injectFault(comm, call.name, [&] { return comm->collectiveSeq + 1; });
+  injectFault(comm, call.name,
+              [&] { return comm->collectiveSeq.load(std::memory_order_relaxed) + 1; });
   std::unique_lock<std::mutex> lock(comm->engine->mutex());
-  const std::uint64_t seq = ++comm->collectiveSeq;
+  if (Status taken = revokeFastPathLocked(*comm, Clock::now() + timeoutOf(*comm, options));
+      !taken.ok()) {
+    lock.unlock();
+    return refused(comm, recorder::FlightRecorder::process().record(record),
+                   Status(taken.code(), std::string(call.name) + ": " + taken.message()));
+  }
+  // Only this thread writes it now (the fast path's owner, if any, is this thread).
+  const std::uint64_t seq = comm->collectiveSeq.load(std::memory_order_relaxed) + 1;
+  comm->collectiveSeq.store(seq, std::memory_order_relaxed);
   record.seq = seq;
   auto progress = recorder::FlightRecorder::process().record(record);
-  if (seq > comm->lastCompletable) {
+  if (seq > comm->lastCompletable.load(std::memory_order_relaxed)) {
     comm->engine->breakLocked(
         *comm, Engine::leftBeforeLocked(*comm, comm->describe(call.name, seq)), seq, false);
   }

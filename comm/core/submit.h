@@ -59,6 +59,11 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
                std::shared_ptr<recorder::OpProgress> progress,
                const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock);
 
+// The fast path of a broadcast (fast_path.h): true when it completed here, within the call,
+// having been posted or read through the broadcast queue and recorded; false when it must take
+// the general path, having changed nothing. Arguments are checked there.
+bool tryQueuedBroadcast(CommState& comm, void* buffer, std::size_t count, DataType dtype, int root);
+
 struct PointToPointCall {
   bool send = true;
   void* buffer = nullptr;

@@ -85,6 +85,7 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
   // A queued broadcast posts once the mutex is let go: its tickets keep its posts in order, and
   // the unlock's fence would wait for the post to reach its readers' caches.
   const bool queued = run.queued();
+  if (queued) claimFastPathLocked(*comm, call.args.dtype, call.choiceBytes);
   Result<bool> done = queued ? Result<bool>(false) : run.poll(1);
   lock.unlock();
   if (queued) done = run.poll(1);

@@ -1,0 +1,71 @@
+#include "core/fast_path.h"
+
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "core/comm_state.h"
+#include "transport/shm/inline_area.h"
+
+namespace ftcomm::detail {
+
+namespace {
+
+long membarrier(int command) {
+  return ::syscall(__NR_membarrier, command, 0, 0);
+}
+
+thread_local char tokenOfThisThread;
+
+}  // namespace
+
+std::uintptr_t threadToken() {
+  return reinterpret_cast<std::uintptr_t>(&tokenOfThisThread);
+}
+
+bool fastPathAvailable() {
+  static const bool available = [] {
+    const long supported = membarrier(MEMBARRIER_CMD_QUERY);
+    return supported > 0 && (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+           membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  }();
+  return available;
+}
+
+void claimFastPathLocked(CommState& comm, DataType dtype, std::size_t bytes) {
+  const auto type = static_cast<std::size_t>(dtype);
+  if (type >= std::size(comm.fast.queuedSizes) || bytes > shm::kHeadBytes) return;
+  if (!fastPathAvailable()) return;
+  const std::uintptr_t me = threadToken();
+  const std::uintptr_t owner = comm.fast.owner.load(std::memory_order_relaxed);
+  if (owner != 0 && owner != me) return;  // revoked first where this thread took the mutex
+  comm.fast.queuedSizes[type] |= 1u << bytes;
+  comm.fast.owner.store(me, std::memory_order_relaxed);
+}
+
+Status revokeFastPathLocked(CommState& comm, std::chrono::steady_clock::time_point deadline) {
+  const std::uintptr_t owner = comm.fast.owner.load(std::memory_order_relaxed);
+  if (owner == 0 || owner == threadToken()) return Status::Ok();
+  comm.fast.owner.store(0, std::memory_order_relaxed);
+  // Every thread of the process that runs now passes a full barrier: an owner that set `busy`
+  // before it is seen busy below; one that sets it after sees `owner` cleared and leaves.
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+    return internalError("membarrier failed: " + std::string(std::strerror(errno)));
+  }
+  while (comm.fast.busy.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status(StatusCode::kTimeout,
+                    "another thread of this process stayed inside a broadcast on this "
+                    "communicator past the call's deadline");
+    }
+    ::sched_yield();
+  }
+  return Status::Ok();
+}
+
+}  // namespace ftcomm::detail

@@ -1,0 +1,62 @@
+// The fast path: a queued broadcast (algorithms/shm/inline_queue.cc) that the calling thread
+// completes without the engine's mutex, the general submit path or any locked instruction.
+//
+// Why: the root of a small broadcast returns once its post is stored, as an MPI root does. The
+// next locked instruction then waits until that store reaches the readers' caches; on the call
+// path every lock (the engine's mutex, the recorder's ring, a shared pointer's count) is one, so
+// a loop of small broadcasts paid that transfer on every call and ran at about half of
+// OpenMPI's rate (docs/BENCHMARKS.md, "The 8-byte broadcast").
+//
+// Which calls: a broadcast of a size and type for which this communicator's general path chose
+// the queue before (FastPath::queuedSizes: the plan is fixed at creation, so it chooses the same
+// again), made by the thread that owns the fast path, while the communicator is usable, no fault
+// injection is armed, and the post or the read can be done at once. Anything else takes the
+// general path, which does the same work with every check.
+//
+// Exclusion: only the owning thread takes the fast path, and only while `owner` names it. A
+// thread that enters the general path of a communicator whose fast path another thread owns
+// revokes it (revokeFastPathLocked) before it touches the shared state: it clears `owner`, makes
+// every running thread of the process pass a full barrier (membarrier), and waits until the owner
+// is out of the fast path (`busy`). The owner sets `busy` and then reads `owner` again with no
+// fence of its own: the barrier is the revoker's. The general path gives the ownership to the
+// thread that runs a queued broadcast there while nobody owns it (claimFastPathLocked).
+//
+// Thread-safety: claim and revoke with the engine's mutex held; the rest as described above.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "ftcomm/status.h"
+#include "ftcomm/types.h"
+
+namespace ftcomm::detail {
+
+class CommState;
+
+struct FastPath {
+  std::atomic<std::uintptr_t> owner{0};  // the owning thread's token (0: none)
+  std::atomic<bool> busy{false};         // the owner is inside the fast path
+  // Bit b of entry t: a broadcast of b bytes (at most shm::kHeadBytes) of DataType t went
+  // through the queue on the general path. Written under the engine's mutex by the owner, or
+  // by a thread about to own the fast path; read by the owner.
+  std::uint32_t queuedSizes[16] = {};
+};
+
+// This thread's token: the address of one of its thread-locals, distinct among live threads.
+std::uintptr_t threadToken();
+
+// Whether this process can revoke a fast path (membarrier's private expedited barrier is
+// registered); without it nobody ever owns one. Registers on the first call.
+bool fastPathAvailable();
+
+// The general path ran a queued broadcast of `bytes` of `dtype`: remember the size, and give
+// the fast path to this thread if nobody owns it.
+void claimFastPathLocked(CommState& comm, DataType dtype, std::size_t bytes);
+
+// Before this thread touches the state the fast path uses: takes the fast path from another
+// thread that owns it, waiting until `deadline` for that thread to leave it.
+Status revokeFastPathLocked(CommState& comm, std::chrono::steady_clock::time_point deadline);
+
+}  // namespace ftcomm::detail
