@@ -76,6 +76,18 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "communicator: two threads of each member taking turns on one communicator move the "
+    "broadcast fast path between them, every call numbered once and in order") {
+  if (transportIsUcx()) return;
+  for (int ranks : {2, 3}) {
+    for (const auto& result : run("queued-broadcast-threads", ranks)) {
+      INFO("ranks=" << ranks);
+      CHECK(result == "OK queued-broadcast-threads");
+    }
+  }
+}
+
 TEST_CASE("communicator: a queued broadcast that disagrees is a Mismatch on every rank") {
   // Two roots each return at their post and meet when one needs that queue slot again; nobody a
   // root, each waits for another's post and sees it wait too; a root that queues where the
