@@ -4,8 +4,8 @@
 // Why: the root of a small broadcast returns once its post is stored, as an MPI root does. The
 // next locked instruction then waits until that store reaches the readers' caches; on the call
 // path every lock (the engine's mutex, the recorder's ring, a shared pointer's count) is one, so
-// a loop of small broadcasts paid that transfer on every call and ran at about half of
-// OpenMPI's rate (docs/BENCHMARKS.md, "The 8-byte broadcast").
+// a loop of small broadcasts on the general path pays that transfer on every call
+// (docs/BENCHMARKS.md, "The 8-byte broadcast's fast path").
 //
 // Which calls: a broadcast of a size and type for which this communicator's general path chose
 // the queue before (FastPath::queuedSizes: the plan is fixed at creation, so it chooses the same
