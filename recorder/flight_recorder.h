@@ -56,7 +56,7 @@ class FlightRecorder {
   // (thread_lane.h): no lock and no locked instruction, except once every kIdBlock entries to
   // take record ids. Dumps hold each thread's last `capacity` such entries besides the ring's.
   // Inline, so that the descriptor goes from the caller's registers into the lane.
-  void recordCompletedWithinCall(const OpDescriptor& op) {
+  [[gnu::always_inline]] void recordCompletedWithinCall(const OpDescriptor& op) {
     if (slots_.empty() || !recording_.load(std::memory_order_relaxed)) return;
     ThreadLane& lane = laneCache_.recorder == instance_ ? *laneCache_.lane : adoptLane();
     if (lane.nextId == lane.endId) takeIds(lane);

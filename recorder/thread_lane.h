@@ -32,16 +32,33 @@ class ThreadLane {
   // The owner: appends an entry, overwriting the oldest once the lane is full. Inline, so that
   // the descriptor's fields go from the caller's registers into the slot: every store of the
   // fast path counts, since each waits in the store buffer behind the broadcast's post.
-  void append(const OpDescriptor& op, std::uint64_t recordId, std::int64_t ticks) {
+  [[gnu::always_inline]] void append(const OpDescriptor& op, std::uint64_t recordId,
+                                     std::int64_t ticks) {
     const std::uint64_t g = written_.load(std::memory_order_relaxed) + 1;
     Slot& slot = slots_[next_];
     if (++next_ == capacity_) next_ = 0;
     // Odd while the words change; the fence keeps them after that store.
     slot.stamp.store(2 * g - 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
-    std::uint64_t words[kWords];
-    pack(op, recordId, ticks, words);
-    for (int i = 0; i < kWords; ++i) slot.words[i].store(words[i], std::memory_order_relaxed);
+    // Word by word into the slot, with no copy on the stack between.
+    const auto pair = [](std::int32_t low, std::int32_t high) {
+      return static_cast<std::uint32_t>(low) | std::uint64_t{static_cast<std::uint32_t>(high)}
+                                                   << 32;
+    };
+    const auto put = [&](int i, std::uint64_t word) {
+      slot.words[i].store(word, std::memory_order_relaxed);
+    };
+    put(0, op.commId);
+    put(1, op.epoch);
+    put(2, op.seq);
+    put(3, pair(op.op, op.dtype));
+    put(4, op.countIn);
+    put(5, op.countOut);
+    put(6, pair(op.root, op.peer));
+    put(7, pair(op.tag, op.reduceOp));
+    put(8, reinterpret_cast<std::uintptr_t>(op.algorithm));
+    put(9, recordId);
+    put(10, static_cast<std::uint64_t>(ticks));
     slot.stamp.store(2 * g, std::memory_order_release);
     written_.store(g, std::memory_order_release);
   }
@@ -59,24 +76,7 @@ class ThreadLane {
 
  private:
   static constexpr int kWords = 11;
-  static void pack(const OpDescriptor& op, std::uint64_t recordId, std::int64_t ticks,
-                   std::uint64_t (&words)[kWords]) {
-    const auto pair = [](std::int32_t low, std::int32_t high) {
-      return static_cast<std::uint32_t>(low) | std::uint64_t{static_cast<std::uint32_t>(high)}
-                                                   << 32;
-    };
-    words[0] = op.commId;
-    words[1] = op.epoch;
-    words[2] = op.seq;
-    words[3] = pair(op.op, op.dtype);
-    words[4] = op.countIn;
-    words[5] = op.countOut;
-    words[6] = pair(op.root, op.peer);
-    words[7] = pair(op.tag, op.reduceOp);
-    words[8] = reinterpret_cast<std::uintptr_t>(op.algorithm);
-    words[9] = recordId;
-    words[10] = static_cast<std::uint64_t>(ticks);
-  }
+  // The words of an entry back into it (append's order).
   static void unpack(const std::uint64_t (&words)[kWords], LaneEntry& entry);
 
   struct Slot {

@@ -136,19 +136,31 @@ Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataT
                   checkBuffer(recv, count, 1, dtype, "recv"), checkOp(dtype, op)}));
 }
 
-Work Communicator::broadcast(void* buffer, std::size_t count, DataType dtype, int root,
-                             const OpOptions& options) {
-  if (detail::tryQueuedBroadcast(*state_, buffer, count, dtype, root)) {
-    return Work(detail::succeededWorkState(nullptr));
-  }
+namespace {
+
+// The general path of a broadcast, out of Communicator::broadcast's line: its frame (the call it
+// builds, the checks) would cost the fast path's every call the stores of its prologue.
+[[gnu::noinline]] Work generalBroadcast(const std::shared_ptr<detail::CommState>& state,
+                                        void* buffer, std::size_t count, DataType dtype, int root,
+                                        const OpOptions& options) {
   auto c = call("broadcast", OpKind::kBroadcast, pb::BROADCAST, algorithms::Collective::kBroadcast,
                 dtype, buffer, buffer, count);
   c.args.root = root;
   c.choiceBytes = bytesOf(count, dtype);
   c.countIn = c.countOut = count;
-  return submitCollective(state_, std::move(c), options,
-                          firstError({checkRank(root, size(), "root"),
+  return submitCollective(state, std::move(c), options,
+                          firstError({checkRank(root, state->size, "root"),
                                       checkBuffer(buffer, count, 1, dtype, "buffer")}));
+}
+
+}  // namespace
+
+Work Communicator::broadcast(void* buffer, std::size_t count, DataType dtype, int root,
+                             const OpOptions& options) {
+  if (detail::tryQueuedBroadcast(*state_, buffer, count, dtype, root)) {
+    return Work(detail::succeededWorkState(nullptr));
+  }
+  return generalBroadcast(state_, buffer, count, dtype, root, options);
 }
 
 Work Communicator::allGather(const void* send, void* recv, std::size_t count, DataType dtype,

@@ -106,6 +106,17 @@ void writePost(const InlineGroup& group, int rank, std::uint64_t seq, std::uint6
   }
 }
 
+// The fast path's look for a free slot, out of its line: a slot that needs confirming is the
+// uncommon case, and its Status would cost the common one stores (fast_path.h).
+[[gnu::noinline]] bool awaitSlot(const InlineGroup& group, int rank, std::uint64_t seq) {
+  Status why;
+  for (int polls = 0; !slotFree(group, rank, seq, &why); ++polls) {
+    if (!why.ok() || polls == kFastPolls) return false;  // a mismatch is the general path's
+    cpuRelax();
+  }
+  return true;
+}
+
 }  // namespace
 
 bool tryPostQueued(const InlineGroup& group, int rank, std::uint64_t seq,
@@ -114,10 +125,11 @@ bool tryPostQueued(const InlineGroup& group, int rank, std::uint64_t seq,
   // An earlier post of this member that waits for its slot goes first (the general path).
   const std::uint64_t taken = mine.queueTickets.load(std::memory_order_relaxed);
   if (mine.queuePostedTickets.load(std::memory_order_acquire) != taken) return false;
-  Status why;
-  for (int polls = 0; !slotFree(group, rank, seq, &why); ++polls) {
-    if (!why.ok() || polls == kFastPolls) return false;  // a mismatch is the general path's
-    cpuRelax();
+  const int j = queueSlot(seq);
+  if (mine.queueConfirmed[j].load(std::memory_order_relaxed) !=
+          mine.queuePosted[j].load(std::memory_order_relaxed) &&
+      !awaitSlot(group, rank, seq)) {
+    return false;
   }
   mine.queueTickets.store(taken + 1, std::memory_order_relaxed);
   writePost(group, rank, seq, taken + 1, signature, data, bytes);
