@@ -95,11 +95,15 @@ TEST_CASE("threads write lanes of their own, and a dump taken meanwhile holds on
   constexpr std::size_t kCapacity = 256;
   constexpr std::uint64_t kEach = 200000;
   FlightRecorder recorder(kCapacity);
-  std::atomic<int> running{2};
+  std::atomic<int> running{2}, started{0};
   std::vector<std::thread> writers;
   for (std::uint64_t comm = 1; comm <= 2; ++comm) {
     writers.emplace_back([&, comm] {
-      for (std::uint64_t seq = 1; seq <= kEach; ++seq)
+      recorder.recordCompletedWithinCall(broadcast(1, comm));
+      // Both hold a lane before either can end: a thread that ended hands its lane to the next.
+      started.fetch_add(1);
+      while (started.load() < 2) std::this_thread::yield();
+      for (std::uint64_t seq = 2; seq <= kEach; ++seq)
         recorder.recordCompletedWithinCall(broadcast(seq, comm));
       running.fetch_sub(1);
     });
