@@ -48,9 +48,10 @@ void claimFastPathLocked(CommState& comm, DataType dtype, std::size_t bytes) {
   comm.fast.owner.store(me, std::memory_order_relaxed);
 }
 
-Status revokeFastPathLocked(CommState& comm, std::chrono::steady_clock::time_point deadline) {
+Status revokeFastPathLocked(CommState& comm, std::chrono::milliseconds timeout) {
   const std::uintptr_t owner = comm.fast.owner.load(std::memory_order_relaxed);
   if (owner == 0 || owner == threadToken()) return Status::Ok();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   comm.fast.owner.store(0, std::memory_order_relaxed);
   // Every thread of the process that runs now passes a full barrier: an owner that set `busy`
   // before it is seen busy below; one that sets it after sees `owner` cleared and leaves.

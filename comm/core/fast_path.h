@@ -56,7 +56,8 @@ bool fastPathAvailable();
 void claimFastPathLocked(CommState& comm, DataType dtype, std::size_t bytes);
 
 // Before this thread touches the state the fast path uses: takes the fast path from another
-// thread that owns it, waiting until `deadline` for that thread to leave it.
-Status revokeFastPathLocked(CommState& comm, std::chrono::steady_clock::time_point deadline);
+// thread that owns it, waiting at most `timeout` for that thread to leave it. Reads no clock
+// unless another thread owns it (a reading costs as much as a small collective's bookkeeping).
+Status revokeFastPathLocked(CommState& comm, std::chrono::milliseconds timeout);
 
 }  // namespace ftcomm::detail

@@ -111,8 +111,7 @@ Work submitCollective(const std::shared_ptr<CommState>& comm, CollectiveCall&& c
   injectFault(comm, call.name,
               [&] { return comm->collectiveSeq.load(std::memory_order_relaxed) + 1; });
   std::unique_lock<std::mutex> lock(comm->engine->mutex());
-  if (Status taken = revokeFastPathLocked(*comm, Clock::now() + timeoutOf(*comm, options));
-      !taken.ok()) {
+  if (Status taken = revokeFastPathLocked(*comm, timeoutOf(*comm, options)); !taken.ok()) {
     lock.unlock();
     return refused(comm, recorder::FlightRecorder::process().record(record),
                    Status(taken.code(), std::string(call.name) + ": " + taken.message()));
