@@ -50,13 +50,18 @@ void claimFastPathLocked(CommState& comm, DataType dtype, std::size_t bytes) {
 
 Status revokeFastPathLocked(CommState& comm, std::chrono::milliseconds timeout) {
   const std::uintptr_t owner = comm.fast.owner.load(std::memory_order_relaxed);
-  if (owner == 0 || owner == threadToken()) return Status::Ok();
+  if (owner == threadToken()) return Status::Ok();
+  // Nobody owns it and nobody is inside: the usual case. Someone inside without an owner is a
+  // thread that an earlier revocation gave up waiting for; it is waited for again.
+  if (owner == 0 && !comm.fast.busy.load(std::memory_order_acquire)) return Status::Ok();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  comm.fast.owner.store(0, std::memory_order_relaxed);
-  // Every thread of the process that runs now passes a full barrier: an owner that set `busy`
-  // before it is seen busy below; one that sets it after sees `owner` cleared and leaves.
-  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
-    return internalError("membarrier failed: " + std::string(std::strerror(errno)));
+  if (owner != 0) {
+    comm.fast.owner.store(0, std::memory_order_relaxed);
+    // Every thread of the process that runs now passes a full barrier: an owner that set `busy`
+    // before it is seen busy below; one that sets it after sees `owner` cleared and leaves.
+    if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+      return internalError("membarrier failed: " + std::string(std::strerror(errno)));
+    }
   }
   while (comm.fast.busy.load(std::memory_order_acquire)) {
     if (std::chrono::steady_clock::now() >= deadline) {

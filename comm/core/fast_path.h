@@ -41,7 +41,7 @@ struct FastPath {
   // Bit b of entry t: a broadcast of b bytes (at most shm::kHeadBytes) of DataType t went
   // through the queue on the general path. Written under the engine's mutex by the owner, or
   // by a thread about to own the fast path; read by the owner.
-  std::uint32_t queuedSizes[16] = {};
+  std::uint32_t queuedSizes[kDataTypes.size()] = {};
 };
 
 // This thread's token: the address of one of its thread-locals, distinct among live threads.
@@ -56,8 +56,9 @@ bool fastPathAvailable();
 void claimFastPathLocked(CommState& comm, DataType dtype, std::size_t bytes);
 
 // Before this thread touches the state the fast path uses: takes the fast path from another
-// thread that owns it, waiting at most `timeout` for that thread to leave it. Reads no clock
-// unless another thread owns it (a reading costs as much as a small collective's bookkeeping).
+// thread that owns it, waiting at most `timeout` for that thread to leave it (and for one that
+// an earlier revocation gave up waiting for). Reads no clock unless there is one to wait for (a
+// reading costs as much as a small collective's bookkeeping).
 Status revokeFastPathLocked(CommState& comm, std::chrono::milliseconds timeout);
 
 }  // namespace ftcomm::detail

@@ -1,6 +1,7 @@
 // The calling thread's part of an inline collective (submit.h's runInline).
 #include <sched.h>
 
+#include "core/cpu_relax.h"
 #include "core/submit.h"
 #include "recorder/flight_recorder.h"
 
@@ -21,12 +22,6 @@ constexpr unsigned kPollsPerClock = 8;
 // and engine locks it then skips. Back to back, without a pause between them: a pause costs as
 // much as two polls on some VMs, and a post that lands meanwhile waits for it.
 constexpr unsigned kQuickPolls = 64;
-
-void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 // Gives `run` to the engine, with its deadline, its failure handling and the notices to the
 // other members; `lock` holds the engine's mutex. `failed`: what the caller's polls found wrong,

@@ -22,6 +22,7 @@
 
 #include "algorithms/shm/inline_collective.h"
 #include "algorithms/shm/signature_words.h"
+#include "core/cpu_relax.h"
 
 namespace ftcomm::detail {
 
@@ -35,12 +36,6 @@ int queueSlot(std::uint64_t seq) {
 // collective to the general path: about as long as the general path's quick polls (the peer
 // that calls within a few hundred nanoseconds), without its clock and locks.
 constexpr int kFastPolls = 64;
-
-void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 Status mismatch(const std::string& what) {
   return Status(StatusCode::kMismatch, what);
