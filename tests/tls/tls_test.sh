@@ -43,20 +43,24 @@ start_server() {  # extra flags for ftcomm-rendezvous
   [ -s port ] || { cat server.log; fail "the TLS server did not start"; }
   address=127.0.0.1:$(cat port)
 }
-# Two ranks under ftcomm-run against the server; the ranks' result lines.
+# Two ranks under ftcomm-run against the server; the ranks' result lines, one per line. mpirun
+# forwards the ranks' output beside its own and ftcomm-run's messages, so a result line may
+# start inside another line; the whole output is kept in members.log for a failure's message.
 members() {  # env assignments for the ranks
   env FTCOMM_CREATE_TIMEOUT_MS=4000 FTCOMM_TOKEN=secret-token "$@" \
     "$bin/ftcomm-run" -np 2 --rendezvous "$address" --job tls-job -- \
-    "$bin/ftcomm-test-comm" --scenario short 2>&1 | grep '^RESULT' || true
+    "$bin/ftcomm-test-comm" --scenario short >members.log 2>&1 || true
+  sed 's/RESULT rank=/\nRESULT rank=/g' members.log | grep '^RESULT' || true
 }
+failed() { echo "--- the run's whole output:"; cat members.log; fail "$@"; }
 expect_refused() {  # WHAT PATTERN ENV...: both ranks fail creation, saying PATTERN
   local what=$1 pattern=$2
   shift 2
   local out
   out=$(members "$@")
-  [ "$(echo "$out" | grep -c 'ERROR create')" -eq 2 ] || fail "$what was not refused: $out"
-  echo "$out" | grep -q -- "$pattern" || fail "$what: the error does not say '$pattern': $out"
-  echo "$out" | grep -q "OK short" && fail "$what got through: $out"
+  [ "$(echo "$out" | grep -c 'ERROR create')" -eq 2 ] || failed "$what was not refused: $out"
+  echo "$out" | grep -q -- "$pattern" || failed "$what: the error does not say '$pattern': $out"
+  echo "$out" | grep -q "OK short" && failed "$what got through: $out"
   echo "refused as expected: $what"
 }
 expect_ok() {
@@ -64,7 +68,7 @@ expect_ok() {
   shift
   local out
   out=$(members "$@")
-  [ "$(echo "$out" | grep -c 'OK short')" -eq 2 ] || fail "$what failed: $out"
+  [ "$(echo "$out" | grep -c 'OK short')" -eq 2 ] || failed "$what failed: $out"
 }
 
 start_server
@@ -73,7 +77,7 @@ expect_refused "a plaintext client" "FTCOMM_RENDEZVOUS_CA is unset" env
 expect_refused "a client that trusts another CA" "trusts the CA in $work/other-ca.pem" \
   FTCOMM_RENDEZVOUS_CA="$work/other-ca.pem"
 out=$(members FTCOMM_RENDEZVOUS_CA="$work/test-ca.pem" FTCOMM_TOKEN=wrong-token)
-echo "$out" | grep -q "ERROR create.*PermissionDenied" || fail "a wrong token over TLS was not refused: $out"
+echo "$out" | grep -q "ERROR create.*PermissionDenied" || failed "a wrong token over TLS was not refused: $out"
 expect_ok "the right CA and token" FTCOMM_RENDEZVOUS_CA="$work/test-ca.pem"
 expect_refused "a CA file that is not PEM" "is not PEM" FTCOMM_RENDEZVOUS_CA="$work/tokens"
 stop_server
