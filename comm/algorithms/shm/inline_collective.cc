@@ -48,14 +48,14 @@ InlineCollective::InlineCollective(const InlineGroup& group, int rank, Collectiv
   queued_ = collective == Collective::kBroadcast && n_ > 1 && inHead_ && !lendable_ &&
             group.tuning->settings().broadcastQueue;
   if (queued_) {
-    // Tickets follow the sequence numbers: collectives are made under the engine's mutex, so
-    // a load and a store take the next one (a locked add would wait for the last post to reach
-    // its readers' caches).
+    // Tickets, a root's for its posts and a reader's for its reads, follow the sequence numbers:
+    // collectives are made under the engine's mutex, so a load and a store take the next one (a
+    // locked add would wait for the last post to reach its readers' caches).
     shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
-    if (rank_ == args.root) {
-      ticket_ = mine.queueTickets.load(std::memory_order_relaxed) + 1;
-      mine.queueTickets.store(ticket_, std::memory_order_relaxed);
-    }
+    std::atomic<std::uint64_t>& tickets =
+        rank_ == args.root ? mine.queueTickets : mine.queueReadTickets;
+    ticket_ = tickets.load(std::memory_order_relaxed) + 1;
+    tickets.store(ticket_, std::memory_order_relaxed);
     if (progress_ != nullptr) progress_->setAlgorithm("inline (queued)");
     takeWay(way_);
     return;

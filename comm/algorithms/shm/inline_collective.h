@@ -259,8 +259,8 @@ class InlineCollective {
   bool lendable_;                   // lendable(), decided once
   bool rootReturnsAtPost_ = false;  // the profile's root_returns_at_post
   bool queued_ = false;             // a broadcast through the queue (pollQueued)
-  std::uint64_t ticket_ = 0;        // a queued root's place among its posts
-  bool lends_;  // by mayLend(), or by the way taken (takeWay) before the first post
+  std::uint64_t ticket_ = 0;  // a queued root's place among its posts, a reader's among its reads
+  bool lends_;                // by mayLend(), or by the way taken (takeWay) before the first post
   // How this member posts (lends_ where it lends).
   PostChoice::Way way_ = PostChoice::Way::kCopy;
   unsigned ways_ = 0;           // choosableWays(): among which it chooses, none where it does not

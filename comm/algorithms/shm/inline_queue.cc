@@ -6,7 +6,8 @@
 // member waiting for every other's post. The root runs up to kQueueSlots collectives ahead of a
 // member that has yet to read: it posts into a slot again only once every peer has read the
 // slot's last post (queueRead), which it looks up for all slots at once, when the slot it needs
-// is not known to be free (queueConfirmed).
+// is not known to be free (queueConfirmed). A member reads in sequence order too, so that its
+// read marks only grow.
 //
 // A root's failure surfaces at the readers (a dead peer fails the wait, as in any collective), a
 // reader's at the root's next use of the communicator. Mismatches are found where a member waits:
@@ -133,6 +134,10 @@ bool tryPostQueued(const InlineGroup& group, int rank, std::uint64_t seq,
 
 bool tryReadQueued(const InlineGroup& group, int rank, int root, std::uint64_t seq,
                    const std::uint64_t (&signature)[3], void* data, std::size_t bytes) {
+  shm::InlineArea& mine = *group.areas[static_cast<std::size_t>(rank)];
+  // An earlier read of this member that waits for its root goes first (the general path).
+  const std::uint64_t taken = mine.queueReadTickets.load(std::memory_order_relaxed);
+  if (mine.queueReadDone.load(std::memory_order_acquire) != taken) return false;
   const int j = queueSlot(seq);
   const shm::QueueSlot& slot = group.areas[static_cast<std::size_t>(root)]->queue[j];
   for (int polls = 0; slot.seq.load(std::memory_order_acquire) != seq; ++polls) {
@@ -141,7 +146,9 @@ bool tryReadQueued(const InlineGroup& group, int rank, int root, std::uint64_t s
   }
   if (!sameWords(slot.signature, signature)) return false;
   if (bytes > 0) std::memcpy(data, slot.head, bytes);
-  group.areas[static_cast<std::size_t>(rank)]->queueRead[j].store(seq, std::memory_order_release);
+  mine.queueReadTickets.store(taken + 1, std::memory_order_relaxed);
+  mine.queueRead[j].store(seq, std::memory_order_release);
+  mine.queueReadDone.store(taken + 1, std::memory_order_release);
   // The root may wait for this read to post into the slot again.
   group.domain->wakeMember(group.members[static_cast<std::size_t>(root)], false);
   return true;
@@ -168,6 +175,8 @@ Result<bool> InlineCollective::readQueued() {
   const int root = args_.root;
   const shm::InlineArea& from = *group_.areas[static_cast<std::size_t>(root)];
   shm::InlineArea& mine = *group_.areas[static_cast<std::size_t>(rank_)];
+  // In sequence order: an earlier read of this member waits for its root.
+  if (mine.queueReadDone.load(std::memory_order_acquire) != ticket_ - 1) return false;
   const int j = queueSlot(seq_);
   const shm::QueueSlot& slot = from.queue[j];
   const std::uint64_t posted = slot.seq.load(std::memory_order_acquire);
@@ -178,6 +187,7 @@ Result<bool> InlineCollective::readQueued() {
     }
     if (plan_.block > 0) std::memcpy(args_.recv, slot.head, plan_.block);
     mine.queueRead[j].store(seq_, std::memory_order_release);
+    mine.queueReadDone.store(ticket_, std::memory_order_release);
     // The root may wait for this read to post into the slot again.
     group_.domain->wakeMember(group_.members[static_cast<std::size_t>(root)], false);
     return true;

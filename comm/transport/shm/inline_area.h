@@ -94,8 +94,13 @@ struct alignas(64) InlineArea {
   // - queueRead: by slot, the last collective whose post in the root's slot this member read;
   // - queuePosted, queueConfirmed: by slot, the last collective this member posted there as a
   //   root, and the last one it saw every peer read (it posts there again only once they match);
-  // - queueTickets, queuePostedTickets: this member's posts in sequence order, one ticket each.
+  // - queueTickets, queuePostedTickets: this member's posts in sequence order, one ticket each;
+  // - queueReadTickets, queueReadDone: its reads in sequence order likewise, so that queueRead
+  //   only grows: reads of one slot from two roots, both pending, would otherwise mark the later
+  //   read before the earlier one, and the later root would wait in vain for its slot.
   alignas(64) std::atomic<std::uint64_t> queueWaiting{0};
+  std::atomic<std::uint64_t> queueReadTickets{0};
+  std::atomic<std::uint64_t> queueReadDone{0};
   alignas(64) std::atomic<std::uint64_t> queueRead[kQueueSlots] = {};
   alignas(64) std::atomic<std::uint64_t> queuePosted[kQueueSlots] = {};
   std::atomic<std::uint64_t> queueConfirmed[kQueueSlots] = {};
