@@ -107,8 +107,12 @@ Status Communicator::health() const {
   return state_->broken;
 }
 
-Work Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType dtype,
-                             ReduceOp op, const OpOptions& options) {
+namespace {
+
+// The general path of an allreduce, out of Communicator::allReduce's line (as generalBroadcast).
+[[gnu::noinline]] Work generalAllReduce(const std::shared_ptr<detail::CommState>& state,
+                                        const void* send, void* recv, std::size_t count,
+                                        DataType dtype, ReduceOp op, const OpOptions& options) {
   auto c = call("allReduce", OpKind::kAllReduce, pb::ALL_REDUCE, algorithms::Collective::kAllReduce,
                 dtype, send, recv, count);
   c.args.op = op;
@@ -116,9 +120,19 @@ Work Communicator::allReduce(const void* send, void* recv, std::size_t count, Da
   c.choiceBytes = bytesOf(count, dtype);
   c.countIn = c.countOut = count;
   return submitCollective(
-      state_, std::move(c), options,
+      state, std::move(c), options,
       firstError({checkBuffer(send, count, 1, dtype, "send"),
                   checkBuffer(recv, count, 1, dtype, "recv"), checkOp(dtype, op)}));
+}
+
+}  // namespace
+
+Work Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType dtype,
+                             ReduceOp op, const OpOptions& options) {
+  if (auto work = detail::tryInlineAllReduce(state_, send, recv, count, dtype, op, options)) {
+    return *std::move(work);
+  }
+  return generalAllReduce(state_, send, recv, count, dtype, op, options);
 }
 
 Work Communicator::reduce(const void* send, void* recv, std::size_t count, DataType dtype,

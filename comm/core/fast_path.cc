@@ -37,15 +37,30 @@ bool fastPathAvailable() {
   return available;
 }
 
-void claimFastPathLocked(CommState& comm, DataType dtype, std::size_t bytes) {
-  const auto type = static_cast<std::size_t>(dtype);
-  if (type >= std::size(comm.fast.queuedSizes) || bytes > shm::kHeadBytes) return;
-  if (!fastPathAvailable()) return;
-  const std::uintptr_t me = threadToken();
+namespace {
+
+// This thread may own `comm`'s fast path and write its tables (fast_path.h): it does, or nobody
+// does, and the process can revoke it.
+bool mayOwn(const CommState& comm, DataType dtype, std::size_t bytes) {
+  if (static_cast<std::size_t>(dtype) >= kDataTypes.size() || bytes > shm::kHeadBytes) return false;
+  if (!fastPathAvailable()) return false;
   const std::uintptr_t owner = comm.fast.owner.load(std::memory_order_relaxed);
-  if (owner != 0 && owner != me) return;  // revoked first where this thread took the mutex
-  comm.fast.queuedSizes[type] |= 1u << bytes;
-  comm.fast.owner.store(me, std::memory_order_relaxed);
+  return owner == 0 || owner == threadToken();  // revoked first where this thread took the mutex
+}
+
+}  // namespace
+
+void claimFastPathLocked(CommState& comm, DataType dtype, std::size_t bytes) {
+  if (!mayOwn(comm, dtype, bytes)) return;
+  comm.fast.queuedSizes[static_cast<std::size_t>(dtype)] |= 1u << bytes;
+  comm.fast.owner.store(threadToken(), std::memory_order_relaxed);
+}
+
+void claimFastPathLocked(CommState& comm, DataType dtype, std::size_t bytes, ReduceOp op) {
+  if (!mayOwn(comm, dtype, bytes)) return;
+  comm.fast.allReduceSizes[static_cast<std::size_t>(dtype)] |= 1u << bytes;
+  comm.fast.allReduceOps[static_cast<std::size_t>(dtype)] |= 1u << static_cast<unsigned>(op);
+  comm.fast.owner.store(threadToken(), std::memory_order_relaxed);
 }
 
 Status revokeFastPathLocked(CommState& comm, std::chrono::milliseconds timeout) {
@@ -66,7 +81,7 @@ Status revokeFastPathLocked(CommState& comm, std::chrono::milliseconds timeout) 
   while (comm.fast.busy.load(std::memory_order_acquire)) {
     if (std::chrono::steady_clock::now() >= deadline) {
       return Status(StatusCode::kTimeout,
-                    "another thread of this process stayed inside a broadcast on this "
+                    "another thread of this process stayed inside a collective's fast path on this "
                     "communicator past the call's deadline");
     }
     ::sched_yield();

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -59,10 +60,26 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
                std::shared_ptr<recorder::OpProgress> progress,
                const transport::OpSignature& signature, std::unique_lock<std::mutex>& lock);
 
+// runInline's polls after the first, back to back, while the engine has a core for every
+// process: true when `run` is done (`done` holds the last poll's result).
+bool pollQuickly(InlineCollective& run, const Engine& engine, Result<bool>& done);
+// The rest of runInline for `run`, posted and polled by the caller (`done`: the last poll): it
+// spins while the collective moves, then hands it to the engine. `lock` (the engine's mutex) is
+// not held.
+Work awaitInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
+                 std::chrono::milliseconds timeout, std::uint64_t seq,
+                 std::shared_ptr<recorder::OpProgress> progress, InlineCollective run,
+                 Result<bool> done, std::unique_lock<std::mutex>& lock);
 // The fast path of a broadcast (fast_path.h): true when it completed here, within the call,
 // having been posted or read through the broadcast queue and recorded; false when it must take
 // the general path, having changed nothing. Arguments are checked there.
 bool tryQueuedBroadcast(CommState& comm, void* buffer, std::size_t count, DataType dtype, int root);
+// The fast path of an allreduce (fast_path.h): its Work once posted here (done within the call,
+// or going on as awaitInline's); nothing when it must take the general path, having changed
+// nothing. Arguments are checked there.
+std::optional<Work> tryInlineAllReduce(const std::shared_ptr<CommState>& comm, const void* send,
+                                       void* recv, std::size_t count, DataType dtype, ReduceOp op,
+                                       const OpOptions& options);
 
 struct PointToPointCall {
   bool send = true;

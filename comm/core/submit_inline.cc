@@ -80,27 +80,43 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
   // A queued broadcast posts once the mutex is let go: its tickets keep its posts in order, and
   // the unlock's fence would wait for the post to reach its readers' caches.
   const bool queued = run.queued();
-  if (queued) claimFastPathLocked(*comm, call.args.dtype, call.choiceBytes);
+  if (queued) {
+    claimFastPathLocked(*comm, call.args.dtype, call.choiceBytes);
+  } else if (call.collective == algorithms::Collective::kAllReduce && run.plain()) {
+    claimFastPathLocked(*comm, call.args.dtype, call.choiceBytes, call.args.op);
+  }
   Result<bool> done = queued ? Result<bool>(false) : run.poll(1);
   lock.unlock();
   if (queued) done = run.poll(1);
-  Engine& engine = *comm->engine;
-  // With a core for every process the peers run meanwhile: no yield (on these VMs one costs
-  // more than the whole collective). With fewer, the peer may need this core.
-  const bool yields = engine.oversubscribed();
-  for (unsigned polls = 0; !yields && polls < kQuickPolls && done.ok() && !*done; ++polls) {
-    done = run.poll();
-  }
-  if (done.ok() && *done) {
-    engine.polledToCompletion();
+  if (pollQuickly(run, *comm->engine, done)) {
+    comm->engine->polledToCompletion();
     return Work(succeededWorkState(progress.get()));
   }
+  return awaitInline(comm, call, timeout, seq, std::move(progress), std::move(run), done, lock);
+}
+
+bool pollQuickly(InlineCollective& run, const Engine& engine, Result<bool>& done) {
+  // With a core for every process the peers run meanwhile: no yield (on these VMs one costs
+  // more than the whole collective). With fewer, the peer may need this core.
+  for (unsigned polls = 0; !engine.oversubscribed() && polls < kQuickPolls && done.ok() && !*done;
+       ++polls) {
+    done = run.poll();
+  }
+  return done.ok() && *done;
+}
+
+Work awaitInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& call,
+                 std::chrono::milliseconds timeout, std::uint64_t seq,
+                 std::shared_ptr<recorder::OpProgress> progress, InlineCollective run,
+                 Result<bool> done, std::unique_lock<std::mutex>& lock) {
+  Engine& engine = *comm->engine;
+  const bool yields = engine.oversubscribed();
   // Read only once the quick polls did not finish it (a reading costs 35 ns on these VMs); the
   // deadline counts from here.
   const Clock::time_point start = Clock::now();
   if (done.ok()) {
     engine.beginSpin();
-    const auto patience = chunking.chunks > 1 || chunking.direct ? kStreamSpin : kInlineSpin;
+    const auto patience = run.streams() ? kStreamSpin : kInlineSpin;
     auto now = start, moved = start;
     std::uint64_t chunks = run.chunksDone();
     for (unsigned polls = 1;; ++polls) {

@@ -88,6 +88,27 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "communicator: a member reads one queue slot from two roots out of order when the earlier "
+    "root is late and the slot is used again") {
+  if (transportIsUcx()) return;
+  for (const auto& result : run("queued-broadcast-roots", 3)) {
+    CHECK(result == "OK queued-broadcast-roots");
+  }
+}
+
+TEST_CASE(
+    "communicator: small allreduces on the fast path: of every kind in a row with a member "
+    "behind and at once and every call numbered once and in order") {
+  if (transportIsUcx()) return;
+  for (int ranks : {2, 3}) {
+    for (const auto& result : run("fast-allreduce", ranks)) {
+      INFO("ranks=" << ranks);
+      CHECK_THAT(result, Catch::StartsWith("OK fast-allreduce"));
+    }
+  }
+}
+
 TEST_CASE("communicator: a queued broadcast that disagrees is a Mismatch on every rank") {
   // Two roots each return at their post and meet when one needs that queue slot again; nobody a
   // root, each waits for another's post and sees it wait too; a root that queues where the
@@ -129,7 +150,7 @@ TEST_CASE("communicator: two communicators created at once without blocking") {
 
 TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on every rank") {
   for (const std::string scenario :
-       {"mismatch-count", "mismatch-dtype", "mismatch-large", "mismatch-inline"}) {
+       {"mismatch-count", "mismatch-dtype", "mismatch-large", "mismatch-inline", "mismatch-fast"}) {
     TempDir dir;
     for (const auto& result : run(scenario, 3, {"FTCOMM_FR_DIR=" + dir.path.string()})) {
       INFO(scenario);
@@ -137,6 +158,8 @@ TEST_CASE("communicator: a different count or dtype on one rank is a Mismatch on
       // Both signatures are named.
       if (scenario == "mismatch-count") {
         CHECK_THAT(result, Catch::Contains("count=8") && Catch::Contains("count=16"));
+      } else if (scenario == "mismatch-fast") {
+        CHECK_THAT(result, Catch::Contains("count=1,") && Catch::Contains("count=2,"));
       } else if (scenario == "mismatch-inline") {
         // One side in shared memory (inline), the others with messages (both with messages
         // under FTCOMM_TRANSPORT=ucx).

@@ -132,6 +132,13 @@ class InlineCollective {
   std::size_t step() const { return plan_.step; }
   // A broadcast through the broadcast queue (inline_queue.cc), which takes no inline round.
   bool queued() const { return queued_; }
+  // More than one chunk, or the direct form: its caller waits longer before handing it over.
+  bool streams() const { return plan_.chunks > 1 || plan_.direct; }
+  // One round through the slots' first lines, without a loan, a choice or the queue: what the
+  // fast path (core/fast_path.h) runs for an allreduce, the same for every call of this size.
+  bool plain() const {
+    return inHead_ && !lendable_ && !plan_.choosesCopy && !agrees_ && !queued_ && ways_ == 0;
+  }
   // The last poll stopped at its chunk limit, not to wait for a peer.
   bool stoppedAtLimit() const { return stoppedAtLimit_; }
 
