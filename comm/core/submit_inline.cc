@@ -82,7 +82,8 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
   const bool queued = run.queued();
   if (queued) {
     claimFastPathLocked(*comm, call.args.dtype, call.choiceBytes);
-  } else if (call.collective == algorithms::Collective::kAllReduce && run.plain()) {
+  } else if (call.collective == algorithms::Collective::kAllReduce && run.plain() &&
+             !comm->engine->oversubscribed()) {  // the fast path's allreduces need a core each
     claimFastPathLocked(*comm, call.args.dtype, call.choiceBytes, call.args.op);
   }
   Result<bool> done = queued ? Result<bool>(false) : run.poll(1);
