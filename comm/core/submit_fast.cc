@@ -23,7 +23,7 @@ struct Inside {
 
 // Enters the fast path of `comm`, which this thread owns: true when it may go on, `busy` set (and
 // cleared by `inside`). False where it must take the general path.
-bool enter(CommState& comm, std::uintptr_t me) {
+[[gnu::always_inline]] inline bool enter(CommState& comm, std::uintptr_t me) {
   FastPath& fast = comm.fast;
   fast.busy.store(true, std::memory_order_relaxed);
   // The revoker's barrier orders this store before the load below (fast_path.h); the compiler
