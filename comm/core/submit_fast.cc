@@ -1,8 +1,6 @@
 // The fast paths (fast_path.h) of a queued broadcast and a plain allreduce: the calling thread
 // posts, reads or reduces without the engine's mutex, records the collective complete in its own
 // recorder lane, and returns.
-#include <algorithm>
-
 #include "algorithms/shm/signature_words.h"
 #include "core/comm_state.h"
 #include "core/fault_injection.h"
@@ -104,7 +102,7 @@ std::optional<Work> tryInlineAllReduce(const std::shared_ptr<CommState>& state, 
   const auto type = static_cast<std::size_t>(dtype);
   const auto reduceOp = static_cast<unsigned>(op);
   if (type >= kDataTypes.size() || count > shm::kHeadBytes || reduceOp >= 32) return std::nullopt;
-  const std::size_t es = dataTypeSize(dtype), bytes = count * es;
+  const std::size_t bytes = count * dataTypeSize(dtype);
   if (bytes > shm::kHeadBytes || (fast.allReduceSizes[type] >> bytes & 1u) == 0 ||
       (fast.allReduceOps[type] >> reduceOp & 1u) == 0) {
     return std::nullopt;
@@ -117,7 +115,7 @@ std::optional<Work> tryInlineAllReduce(const std::shared_ptr<CommState>& state, 
   if (!enter(comm, me)) return std::nullopt;
   const std::uint64_t seq = comm.collectiveSeq.load(std::memory_order_relaxed) + 1;
   // The arguments, signature and plan the general path gives it (Communicator::allReduce,
-  // submitCollective, inlineChunking), which the peers compare.
+  // submitCollective), which the peers compare.
   algorithms::CollectiveArgs args;
   args.dtype = dtype;
   args.op = op;
@@ -131,12 +129,11 @@ std::optional<Work> tryInlineAllReduce(const std::shared_ptr<CommState>& state, 
   signature.reduceOp = static_cast<std::uint8_t>(op);
   signature.root = -1;
   signature.count = count;
-  InlineChunking chunking;
-  chunking.chunks = 1;
-  chunking.block = bytes;
-  chunking.step = std::max(bytes, es);
-  InlineCollective run(*comm.inlineGroup, comm.rank, algorithms::Collective::kAllReduce, args,
-                       chunking, comm.inlineCount + 1, seq, signature, nullptr);
+  const InlineGroup& group = *comm.inlineGroup;
+  const InlineChunking chunking = inlineChunking(*group.tuning, algorithms::Collective::kAllReduce,
+                                                 count, dtype, comm.size, comm.peersReadable);
+  InlineCollective run(group, comm.rank, algorithms::Collective::kAllReduce, args, chunking,
+                       comm.inlineCount + 1, seq, signature, nullptr);
   if (!run.plain()) return std::nullopt;
   comm.inlineCount += 1;
   comm.collectiveSeq.store(seq, std::memory_order_relaxed);

@@ -99,8 +99,8 @@ Work runInline(const std::shared_ptr<CommState>& comm, const CollectiveCall& cal
 bool pollQuickly(InlineCollective& run, const Engine& engine, Result<bool>& done) {
   // With a core for every process the peers run meanwhile: no yield (on these VMs one costs
   // more than the whole collective). With fewer, the peer may need this core.
-  for (unsigned polls = 0; !engine.oversubscribed() && polls < kQuickPolls && done.ok() && !*done;
-       ++polls) {
+  const bool yields = engine.oversubscribed();
+  for (unsigned polls = 0; !yields && polls < kQuickPolls && done.ok() && !*done; ++polls) {
     done = run.poll();
   }
   return done.ok() && *done;
