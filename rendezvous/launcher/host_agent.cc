@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include "rendezvous/launcher/process.h"
 #include "rendezvous/launcher/sim_hosts.h"
@@ -69,6 +70,27 @@ int hostInit(const std::string& hostname, const std::string& dumps, const std::s
   return code;
 }
 
+// Confines this host to its share of the machine's cores (SimulatedHosts::hostCpus); what it
+// starts inherits the share. A host that cannot be confined runs on every core, and says so.
+void takeHostCores(const std::string& prefix, int host) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (::sched_getaffinity(0, sizeof mine, &mine) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mine)) cpus.push_back(c);
+  }
+  cpu_set_t share;
+  CPU_ZERO(&share);
+  for (int c : SimulatedHosts::hostCpus(host, SimulatedHosts::hostsOf(prefix), cpus)) {
+    CPU_SET(c, &share);
+  }
+  if (::sched_setaffinity(0, sizeof share, &share) != 0) {
+    std::cerr << "ftcomm-run --host-agent: host " << host
+              << " runs on every core: sched_setaffinity: " << std::strerror(errno) << std::endl;
+  }
+}
+
 }  // namespace
 
 std::string hostDumpFolder(const std::string& work, int host) {
@@ -93,6 +115,7 @@ int runHostAgent(const std::string& prefix, const std::string& work, const std::
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return fail("make the mounts private");
   }
+  takeHostCores(prefix, host);
   // mpirun hands over the daemon's command line as a remote shell would get it.
   std::string line;
   for (const auto& word : command) line += (line.empty() ? "" : " ") + word;

@@ -39,6 +39,9 @@ int launchWithMpirun(const MpirunLaunch& o, SimulatedHosts& hosts) {
     args.push_back("--hostfile");
     args.push_back(o.hostfile);
   }
+  // Across simulated hosts every daemon sees this whole machine and would bind its first rank
+  // to core 0, so that the hosts' ranks all shared one core while the others idled; each host
+  // runs on its own share of the cores instead (host_agent.cc), its ranks unbound within it.
   if (o.nodes > 0) {
     const std::string agent =
         o.self + " --host-agent " + SimulatedHosts::ownPrefix() + " " + work.string();
@@ -48,7 +51,8 @@ int launchWithMpirun(const MpirunLaunch& o, SimulatedHosts& hosts) {
           std::string("plm_rsh_no_tree_spawn"), std::string("1"), std::string("--mca"),
           std::string("oob_tcp_if_include"), std::string(SimulatedHosts::kControlSubnet),
           std::string("--mca"), std::string("btl_tcp_if_include"),
-          std::string(SimulatedHosts::kDataSubnet)}) {
+          std::string(SimulatedHosts::kDataSubnet), std::string("--bind-to"),
+          std::string("none")}) {
       args.push_back(a);
     }
   }

@@ -116,6 +116,25 @@ int SimulatedHosts::hostOfControlAddress(const std::string& address) {
   return host >= 0 && host < kMaxHosts ? host : -1;
 }
 
+int SimulatedHosts::hostsOf(const std::string& prefix) {
+  int hosts = 0;
+  std::error_code ec;
+  while (hosts < kMaxHosts &&
+         fs::exists(fs::path(kNamespaceDir) / (prefix + "-h" + std::to_string(hosts)), ec)) {
+    ++hosts;
+  }
+  return hosts;
+}
+
+std::vector<int> SimulatedHosts::hostCpus(int host, int hosts, const std::vector<int>& cpus) {
+  if (cpus.empty() || hosts < 1 || host < 0 || host >= hosts) return cpus;
+  const std::size_t n = cpus.size(), k = static_cast<std::size_t>(hosts),
+                    h = static_cast<std::size_t>(host);
+  if (n < k) return {cpus[h % n]};
+  return std::vector<int>(cpus.begin() + static_cast<std::ptrdiff_t>(h * n / k),
+                          cpus.begin() + static_cast<std::ptrdiff_t>((h + 1) * n / k));
+}
+
 std::string SimulatedHosts::hostfile(int slots) const {
   std::string text;
   for (int h = 0; h < hosts_; ++h) {

@@ -60,6 +60,12 @@ class SimulatedHosts {
 
   // The host whose control address is `address`, or -1.
   static int hostOfControlAddress(const std::string& address);
+  // How many hosts the run whose names start with `prefix` made (its host namespaces).
+  static int hostsOf(const std::string& prefix);
+  // The cores host `host` of `hosts` runs on, out of `cpus` (this machine's, in order). Real
+  // hosts have cores of their own, so each simulated host gets an even share where there are at
+  // least as many cores as hosts; with fewer, the hosts take the cores in turn.
+  static std::vector<int> hostCpus(int host, int hosts, const std::vector<int>& cpus);
   // An mpirun hostfile with `slots` slots per host.
   std::string hostfile(int slots) const;
 

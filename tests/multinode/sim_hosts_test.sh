@@ -36,7 +36,7 @@ run() {  # LOG ARGS...
 
 rc=0
 place='echo "PLACE $OMPI_COMM_WORLD_RANK $(hostname) $(readlink /proc/self/ns/ipc)'
-place+=' $(stat -c %d /dev/shm)"'
+place+=' $(stat -c %d /dev/shm) $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
 run place.log --nodes 2 -np 4 -- sh -c "$place" || rc=$?
 if [ "$rc" -eq 77 ]; then
   grep "no simulated hosts" place.log.err || cat place.log.err
@@ -53,7 +53,18 @@ for f in 3 4 5; do  # hostname, IPC namespace, /dev/shm's device
   [ "$(field 0 $f)" != "$(field 2 $f)" ] || fail "ranks 0 and 2 share a host (field $f)"
 done
 [ "$(field 0 5)" != "$(stat -c %d /dev/shm)" ] || fail "host 0 sees this machine's /dev/shm"
-echo "placement: 2 ranks per host, each host with its own hostname, IPC namespace and /dev/shm"
+# Each host runs on its own share of the cores, as real hosts do: with 2 or more cores, the two
+# hosts' ranks never share one (mpirun's daemons would otherwise bind both hosts' first ranks to
+# core 0).
+[ "$(field 0 6)" = "$(field 1 6)" ] && [ "$(field 2 6)" = "$(field 3 6)" ] ||
+  { cat place.log; fail "the ranks of one host run on different cores"; }
+if [ "$(nproc)" -ge 2 ]; then
+  [ "$(field 0 6)" != "$(field 2 6)" ] || { cat place.log; fail "both hosts run on the same cores"; }
+  # One rank per host is where mpirun binds to a core.
+  run place.log --nodes 2 -np 2 -- sh -c "$place" || { cat place.log.err; fail "2 x 1 placement"; }
+  [ "$(field 0 6)" != "$(field 1 6)" ] || { cat place.log; fail "2 x 1: both hosts on core $(field 0 6)"; }
+fi
+echo "placement: 2 ranks per host, each host with its own hostname, IPC namespace, /dev/shm and cores"
 
 # The split form of the node-aware allreduce from 64 KiB, so that both forms run.
 FTCOMM_TUNING=generic,node_aware_split_from=64K FTCOMM_FR_DIR=$work/fr-collectives \
