@@ -207,7 +207,12 @@ int main(int argc, char** argv) {
   std::unique_ptr<GlooPeer> gloo;
   if (withGloo) {
     glooDir = glooStoreDir(rank);
-    gloo = GlooPeer::connect(rank, n, glooDir);
+    auto connected = GlooPeer::connect(rank, n, glooDir);
+    if (!connected.ok()) {
+      std::cerr << "ftcomm-bench: rank " << rank << ": " << connected.status().toString() << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    gloo = std::move(connected).value();
   }
   int failures = isOneSided(o.op) ? runRmaBench(c, o) : 0;
   bool headed = false;

@@ -11,21 +11,49 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <cstdlib>
+
 namespace ftcomm::bench {
 
-std::unique_ptr<GlooPeer> GlooPeer::connect(int rank, int size, const std::string& storeDir) {
-  gloo::transport::tcp::attr attr("127.0.0.1");
-  auto device = gloo::transport::tcp::CreateDevice(attr);
-  gloo::rendezvous::FileStore store(storeDir);
-  auto peer = std::make_unique<GlooPeer>();
-  peer->rank_ = rank;
-  peer->size_ = size;
-  peer->context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
-  // A Gloo call that hangs (seen once at 4 oversubscribed ranks, inside AllreduceRing) throws
-  // after this instead; the bench then drops Gloo for the rest of the run.
-  peer->context_->setTimeout(std::chrono::seconds(30));
-  peer->context_->connectFullMesh(store, device);
-  return peer;
+namespace {
+
+// Where Gloo listens: the interface ftcomm's own traffic between hosts takes
+// (FTCOMM_SOCKET_IFNAME, which ftcomm-run --nodes sets), else the address this member advertises
+// (FTCOMM_ADVERTISE_ADDR), else loopback.
+gloo::transport::tcp::attr listenAttr() {
+  gloo::transport::tcp::attr attr;
+  if (const char* ifname = std::getenv("FTCOMM_SOCKET_IFNAME"); ifname != nullptr && *ifname) {
+    attr.iface = ifname;
+  } else if (const char* address = std::getenv("FTCOMM_ADVERTISE_ADDR");
+             address != nullptr && *address) {
+    attr.hostname = address;
+  } else {
+    attr.hostname = "127.0.0.1";
+  }
+  return attr;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GlooPeer>> GlooPeer::connect(int rank, int size,
+                                                    const std::string& storeDir) {
+  const gloo::transport::tcp::attr attr = listenAttr();
+  const std::string where = attr.iface.empty() ? attr.hostname : "interface " + attr.iface;
+  try {
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    gloo::rendezvous::FileStore store(storeDir);
+    auto peer = std::make_unique<GlooPeer>();
+    peer->rank_ = rank;
+    peer->size_ = size;
+    peer->context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    // A Gloo call that hangs (seen once at 4 oversubscribed ranks, inside AllreduceRing) throws
+    // after this instead; the bench then drops Gloo for the rest of the run.
+    peer->context_->setTimeout(std::chrono::seconds(30));
+    peer->context_->connectFullMesh(store, device);
+    return peer;
+  } catch (const std::exception& e) {
+    return unavailable("Gloo on " + where + ": " + e.what());
+  }
 }
 
 std::vector<std::string> GlooPeer::variants(const std::string& op) {

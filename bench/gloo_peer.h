@@ -1,13 +1,16 @@
-// Gloo as a peer of ftcomm-bench (--compare gloo): Debian's libgloo, its TCP transport on
-// loopback, bootstrapped through a FileStore in a directory every rank can see (the bench runs
-// on one host). Gloo's algorithms bind their buffers when they are built, so each size builds
-// its own and the timed body only runs it.
+// Gloo as a peer of ftcomm-bench (--compare gloo): Debian's libgloo, its TCP transport on the
+// interface ftcomm takes between hosts (loopback on one host), bootstrapped through a FileStore
+// in a directory every rank can see (one host, or simulated hosts, which share /tmp). Gloo's
+// algorithms bind their buffers when they are built, so each size builds its own and the timed body
+// only runs it.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "ftcomm/status.h"
 
 namespace gloo::rendezvous {
 class Context;
@@ -17,8 +20,9 @@ namespace ftcomm::bench {
 
 class GlooPeer {
  public:
-  // Connects every rank to every other (collective: all ranks call it with the same dir).
-  static std::unique_ptr<GlooPeer> connect(int rank, int size, const std::string& storeDir);
+  // Connects every rank to every other (collective: all ranks call it with the same dir); an
+  // error names where Gloo listened and what Gloo said.
+  static Result<std::unique_ptr<GlooPeer>> connect(int rank, int size, const std::string& storeDir);
 
   // The variants Gloo offers for `op`: allreduce has "ring" and "hd" (halving-doubling), the others
   // one each.
