@@ -165,7 +165,7 @@ void Engine::startLocked(std::unique_ptr<Operation> op) {
       (started.deadline < sleepingUntil_ || (started.watchesSharedMemory && !oversubscribed()))) {
     wake();
   }
-  pollLocked(started.deadline - started.timeout);
+  pollLocked(started.deadline - started.timeout, /*sendsFirst=*/true);
 }
 
 void Engine::addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain) {
@@ -191,8 +191,8 @@ void Engine::addDomainLocked(const std::shared_ptr<shm::ShmDomain>& domain) {
   if (local > CPU_COUNT(&all)) oversubscribed_.store(true, std::memory_order_relaxed);
 }
 
-bool Engine::pollLocked(Clock::time_point now) {
-  bool moved = worker_->progress();
+bool Engine::pollLocked(Clock::time_point now, bool sendsFirst) {
+  bool moved = !sendsFirst && worker_->progress();
   bool streaming = false;
   for (auto it = domains_.begin(); it != domains_.end();) {
     auto domain = it->lock();
@@ -253,6 +253,7 @@ bool Engine::pollLocked(Clock::time_point now) {
       }
     }
   }
+  if (sendsFirst) moved |= worker_->progress();
   sweepLocked();
   streaming_ = streaming;
   return moved;

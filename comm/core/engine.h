@@ -136,7 +136,11 @@ class Engine {
  private:
   Engine() = default;
   void run();
-  bool pollLocked(Clock::time_point now = Clock::now());
+  // One round over everything: the UCX worker, the shared-memory domains, the communicators'
+  // control messages and every operation's task; true when anything moved. `sendsFirst`: the
+  // tasks before the UCX worker (startLocked), so that a new operation's first messages leave
+  // before this thread spends a system call looking for arrivals.
+  bool pollLocked(Clock::time_point now = Clock::now(), bool sendsFirst = false);
   bool pollControlsLocked(CommState& comm);
   // Sends the leaving notice to every member still there, once and only while the communicator
   // is usable, and waits a moment for it to go out.

@@ -70,7 +70,8 @@ class UcxWorker {
   // while any remain, the worker is left to process exit (see the destructor).
   void orphanReceive(int delta) { orphanedReceives_ += delta; }
 
-  // One round of progress; true when anything happened.
+  // One round of progress (one ucp_worker_progress); true when anything happened, and then
+  // more may be ready.
   bool progress();
   // For a thread that sleeps on the worker with other fds: arm() says whether it may (false:
   // events are pending, progress first), then it polls eventFd().
