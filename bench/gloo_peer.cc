@@ -11,36 +11,20 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
-#include <cstdlib>
+#include "core/network.h"
 
 namespace ftcomm::bench {
 
-namespace {
-
-// Where Gloo listens: the interface ftcomm's own traffic between hosts takes
-// (FTCOMM_SOCKET_IFNAME, which ftcomm-run --nodes sets), else the address this member advertises
-// (FTCOMM_ADVERTISE_ADDR), else loopback.
-gloo::transport::tcp::attr listenAttr() {
-  gloo::transport::tcp::attr attr;
-  if (const char* ifname = std::getenv("FTCOMM_SOCKET_IFNAME"); ifname != nullptr && *ifname) {
-    attr.iface = ifname;
-  } else if (const char* address = std::getenv("FTCOMM_ADVERTISE_ADDR");
-             address != nullptr && *address) {
-    attr.hostname = address;
-  } else {
-    attr.hostname = "127.0.0.1";
-  }
-  return attr;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<GlooPeer>> GlooPeer::connect(int rank, int size,
                                                     const std::string& storeDir) {
-  const gloo::transport::tcp::attr attr = listenAttr();
-  const std::string where = attr.iface.empty() ? attr.hostname : "interface " + attr.iface;
+  // Gloo listens where ftcomm's own traffic between hosts goes: the address this member
+  // advertises (FTCOMM_ADVERTISE_ADDR, else FTCOMM_SOCKET_IFNAME's address, which ftcomm-run
+  // --nodes sets), else loopback.
+  auto network = detail::dataNetwork();
+  if (!network.ok()) return network.status();
+  const std::string where = network->address.empty() ? "127.0.0.1" : network->address;
   try {
-    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto device = gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr(where.c_str()));
     gloo::rendezvous::FileStore store(storeDir);
     auto peer = std::make_unique<GlooPeer>();
     peer->rank_ = rank;
